@@ -1,0 +1,26 @@
+//! changeflow moves named configuration changes safely through a fleet of Spaces.
+//!
+//! # Layout
+//!
+//! - `model`: the domain types (Space, Unit, Revision, Tag, Link, …) with validating
+//!   constructors; no I/O.
+//! - `query`: where expressions: lexer, parser, evaluator over an entity's JSON; no I/O.
+//! - `merge`: structural diff and patch of YAML document streams, protected paths, conflicts;
+//!   no I/O.
+//! - `invoke`: the function registry and built-in functions over a Unit's documents; no I/O.
+//! - `store`: the system of record, one port with SQLite and PostgreSQL adapters.
+//! - `ops`: the use cases: read from the store, call the pure core, write in one transaction,
+//!   with permission checks. Every entry point (API, demo, later jobs) goes through here.
+//! - `api`: the axum HTTP API: routes, bearer-token auth, error mapping.
+//! - `cli`: the clap command line, an HTTP client of the API, with table/json/yaml output.
+//! - `server`: starting and stopping the API process (`serve`, the demo, tests).
+
+pub mod api;
+pub mod cli;
+pub mod invoke;
+pub mod merge;
+pub mod model;
+pub mod ops;
+pub mod query;
+pub mod server;
+pub mod store;

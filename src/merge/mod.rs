@@ -1,0 +1,18 @@
+//! Structural merge of Unit data: diff two document streams into a [`Patch`], apply a patch
+//! to a downstream stream while honouring [`ProtectedPath`]s (local overrides), and report
+//! every withheld change as a [`Conflict`]. This module owns document identity
+//! ([`ResourceKey`]), paths inside a document ([`Path`], with `?name=<value>` segments for
+//! k8s-style named lists) and the get/set/remove primitives the rest of the crate reuses.
+//! Everything here is a pure function over already-parsed `serde_json::Value` documents: no
+//! I/O, no storage, no revision numbers (callers wrap conflicts with those).
+
+mod apply;
+mod diff;
+mod path;
+
+pub use apply::{
+    Applied, Conflict, ProtectedPath, REASON_MISSING_RESOURCE, REASON_PROTECTED_PATH,
+    REASON_UNRESOLVED_PATH, apply,
+};
+pub use diff::{Patch, PatchOp, ResourceKey, changed_paths, diff, resource_key, stream_keys};
+pub use path::{MergeError, Path, Segment, get_path, get_path_mut, remove_path, set_path};

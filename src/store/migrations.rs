@@ -1,0 +1,67 @@
+//! Schema migrations: numbered, applied once, each in its own transaction. The DDL is
+//! portable between SQLite and PostgreSQL (TEXT, BIGINT), so one list serves both.
+
+use super::{Backend, Result, Store};
+use sqlx::Executor;
+
+/// Every migration ever shipped, in order. Never edit one that has shipped; append.
+const MIGRATIONS: &[(i64, &[&str])] = &[(
+    1,
+    &[
+        "CREATE TABLE entities (
+            kind TEXT NOT NULL,
+            id TEXT NOT NULL PRIMARY KEY,
+            space_id TEXT NOT NULL,
+            slug TEXT NOT NULL,
+            version BIGINT NOT NULL,
+            body TEXT NOT NULL,
+            UNIQUE (kind, space_id, slug))",
+        "CREATE INDEX entities_by_container ON entities (kind, space_id)",
+        "CREATE TABLE revisions (
+            unit_id TEXT NOT NULL,
+            revision_num BIGINT NOT NULL,
+            revision_id TEXT NOT NULL UNIQUE,
+            space_id TEXT NOT NULL,
+            body TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (unit_id, revision_num))",
+        "CREATE TABLE tokens (
+            token_hash TEXT NOT NULL PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            created_at TEXT NOT NULL)",
+        "CREATE INDEX tokens_by_user ON tokens (user_id)",
+    ],
+)];
+
+pub(super) async fn run(store: &Store) -> Result<()> {
+    let pool = store.pool();
+    pool.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT NOT NULL PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )
+    .await?;
+    for (version, statements) in MIGRATIONS {
+        let mut tx = pool.begin().await?;
+        if store.backend() == Backend::Postgres {
+            // Two processes starting at once must not both migrate.
+            tx.execute("SELECT pg_advisory_xact_lock(7070)").await?;
+        }
+        let done: Option<(i64,)> =
+            sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
+                .bind(*version)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if done.is_some() {
+            continue;
+        }
+        for s in *statements {
+            tx.execute(*s).await?;
+        }
+        sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
+            .bind(*version)
+            .bind(chrono::Utc::now().to_rfc3339())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}
