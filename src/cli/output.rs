@@ -105,11 +105,14 @@ fn cell(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => "-".into(),
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(|x| x.is_string()) && a.len() <= 3 => a
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(","),
+        Some(Value::Array(a))
+            if !a.is_empty() && a.iter().all(|x| x.is_string()) && a.len() <= 3 =>
+        {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(",")
+        }
         Some(Value::Array(a)) => a.len().to_string(),
         Some(Value::Object(m)) => {
             let s = m

@@ -120,6 +120,13 @@ impl App {
         r.body
     }
 
+    /// How many Units the store holds, read directly (not over a possibly closed connection).
+    pub async fn store_units(&self) -> usize {
+        let store = &self.server.as_ref().unwrap().store;
+        let mut tx = store.read().await.unwrap();
+        tx.list::<changeflow::model::Unit>(None).await.unwrap().len()
+    }
+
     pub async fn stop(mut self) {
         if let Some(s) = self.server.take() {
             s.stop().await.unwrap();
