@@ -62,9 +62,7 @@ fn write_token(path: &Path, token: &str) -> anyhow::Result<()> {
         use std::os::unix::fs::OpenOptionsExt;
         opts.mode(0o600);
     }
-    let mut f = opts
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let mut f = opts.open(path).with_context(|| format!("writing {}", path.display()))?;
     writeln!(f, "{token}")?;
     Ok(())
 }
@@ -77,9 +75,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Server> {
         .db
         .clone()
         .unwrap_or_else(|| format!("sqlite://{}", opts.data_dir.join("changeflow.db").display()));
-    let store = Store::connect(&db)
-        .await
-        .with_context(|| format!("opening store {db}"))?;
+    let store = Store::connect(&db).await.with_context(|| format!("opening store {db}"))?;
     let new_admin_token = ops::bootstrap_admin(&store).await?;
     if let Some(t) = &new_admin_token {
         write_token(&opts.data_dir.join("admin.token"), t)?;
@@ -88,9 +84,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Server> {
         .await
         .with_context(|| format!("listening on {}", opts.listen))?;
     let addr = listener.local_addr()?;
-    let app = router(AppState {
-        store: store.clone(),
-    });
+    let app = router(AppState { store: store.clone() });
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(async move {
         axum::serve(listener, app)
@@ -99,11 +93,5 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Server> {
             })
             .await
     });
-    Ok(Server {
-        addr,
-        new_admin_token,
-        store,
-        shutdown: tx,
-        handle,
-    })
+    Ok(Server { addr, new_admin_token, store, shutdown: tx, handle })
 }

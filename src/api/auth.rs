@@ -11,19 +11,9 @@ pub struct Auth(pub Actor);
 impl FromRequestParts<AppState> for Auth {
     type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let header = parts
-            .headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        let token = header
-            .strip_prefix("Bearer ")
-            .map(str::trim)
-            .filter(|t| !t.is_empty());
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let header = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let token = header.strip_prefix("Bearer ").map(str::trim).filter(|t| !t.is_empty());
         let Some(token) = token else {
             return Err(OpError::Unauthenticated.into());
         };

@@ -16,17 +16,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn bad_request(
-        error: impl Into<String>,
-        field: Option<String>,
-        value: Option<String>,
-    ) -> Self {
-        ApiError {
-            status: StatusCode::BAD_REQUEST,
-            error: error.into(),
-            field,
-            value,
-        }
+    pub fn bad_request(error: impl Into<String>, field: Option<String>, value: Option<String>) -> Self {
+        ApiError { status: StatusCode::BAD_REQUEST, error: error.into(), field, value }
     }
 }
 
@@ -45,12 +36,7 @@ impl From<OpError> for ApiError {
             tracing::error!(error = %e, "internal error");
         }
         let (field, value) = e.field_value();
-        ApiError {
-            status,
-            error: e.to_string(),
-            field,
-            value,
-        }
+        ApiError { status, error: e.to_string(), field, value }
     }
 }
 
@@ -59,8 +45,7 @@ impl IntoResponse for ApiError {
         let body = json!({"error": self.error, "field": self.field, "value": self.value});
         let mut resp = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
-            resp.headers_mut()
-                .insert("www-authenticate", "Bearer".parse().expect("static header"));
+            resp.headers_mut().insert("www-authenticate", "Bearer".parse().expect("static header"));
         }
         resp
     }

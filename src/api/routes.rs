@@ -38,82 +38,34 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/v1/me", get(me))
-        .route(
-            "/v1/functions",
-            get(|| async { Json(ops::list_functions()) }),
-        )
+        .route("/v1/functions", get(|| async { Json(ops::list_functions()) }))
         .route("/v1/users", get(list_users).post(create_user))
         .route("/v1/users/{user}/tokens", post(create_token))
         .route("/v1/spaces", get(list_spaces).post(create_space))
-        .route(
-            "/v1/spaces/{space}",
-            get(get_space).patch(update_space).delete(delete_space),
-        )
+        .route("/v1/spaces/{space}", get(get_space).patch(update_space).delete(delete_space))
         .route("/v1/spaces/{space}/variants", post(create_variant))
         .route("/v1/spaces/{space}/promote", post(promote_variant))
         .route("/v1/units", get(list_units_all))
-        .route(
-            "/v1/spaces/{space}/units",
-            get(list_units).post(create_unit),
-        )
+        .route("/v1/spaces/{space}/units", get(list_units).post(create_unit))
         .route(
             "/v1/spaces/{space}/units/{unit}",
-            get(get_unit)
-                .patch(update_unit)
-                .put(update_unit)
-                .delete(delete_unit),
+            get(get_unit).patch(update_unit).put(update_unit).delete(delete_unit),
         )
         .route("/v1/spaces/{space}/units/{unit}/data", get(unit_data))
-        .route(
-            "/v1/spaces/{space}/units/{unit}/revisions",
-            get(list_revisions),
-        )
-        .route(
-            "/v1/spaces/{space}/units/{unit}/conflicts",
-            get(unit_conflicts),
-        )
-        .route(
-            "/v1/spaces/{space}/units/{unit}/upgrade",
-            post(upgrade_unit),
-        )
+        .route("/v1/spaces/{space}/units/{unit}/revisions", get(list_revisions))
+        .route("/v1/spaces/{space}/units/{unit}/conflicts", get(unit_conflicts))
+        .route("/v1/spaces/{space}/units/{unit}/upgrade", post(upgrade_unit))
         .route("/v1/spaces/{space}/functions/do", post(function_do))
         .route("/v1/spaces/{space}/invoke", post(run_invocation))
-        .route(
-            "/v1/spaces/{space}/links",
-            get(list_in::<Link>).post(create_link),
-        )
-        .route(
-            "/v1/spaces/{space}/links/{key}",
-            get(get_in::<Link>).delete(delete_in::<Link>),
-        )
-        .route(
-            "/v1/spaces/{space}/tags",
-            get(list_in::<Tag>).post(create_tag),
-        )
-        .route(
-            "/v1/spaces/{space}/tags/{key}",
-            get(get_in::<Tag>).delete(delete_in::<Tag>),
-        )
-        .route(
-            "/v1/spaces/{space}/filters",
-            get(list_in::<Filter>).post(create_filter),
-        )
-        .route(
-            "/v1/spaces/{space}/filters/{key}",
-            get(get_in::<Filter>).delete(delete_in::<Filter>),
-        )
-        .route(
-            "/v1/spaces/{space}/targets",
-            get(list_in::<Target>).post(create_target),
-        )
-        .route(
-            "/v1/spaces/{space}/targets/{key}",
-            get(get_in::<Target>).delete(delete_in::<Target>),
-        )
-        .route(
-            "/v1/spaces/{space}/invocations",
-            get(list_in::<Invocation>).post(create_invocation),
-        )
+        .route("/v1/spaces/{space}/links", get(list_in::<Link>).post(create_link))
+        .route("/v1/spaces/{space}/links/{key}", get(get_in::<Link>).delete(delete_in::<Link>))
+        .route("/v1/spaces/{space}/tags", get(list_in::<Tag>).post(create_tag))
+        .route("/v1/spaces/{space}/tags/{key}", get(get_in::<Tag>).delete(delete_in::<Tag>))
+        .route("/v1/spaces/{space}/filters", get(list_in::<Filter>).post(create_filter))
+        .route("/v1/spaces/{space}/filters/{key}", get(get_in::<Filter>).delete(delete_in::<Filter>))
+        .route("/v1/spaces/{space}/targets", get(list_in::<Target>).post(create_target))
+        .route("/v1/spaces/{space}/targets/{key}", get(get_in::<Target>).delete(delete_in::<Target>))
+        .route("/v1/spaces/{space}/invocations", get(list_in::<Invocation>).post(create_invocation))
         .route(
             "/v1/spaces/{space}/invocations/{key}",
             get(get_in::<Invocation>).delete(delete_in::<Invocation>),
@@ -151,20 +103,12 @@ async fn create_user(
     created(ops::create_user(&s.store, &a, req).await?)
 }
 
-async fn create_token(
-    State(s): State<AppState>,
-    Auth(a): Auth,
-    Path(user): Path<String>,
-) -> ApiResult {
+async fn create_token(State(s): State<AppState>, Auth(a): Auth, Path(user): Path<String>) -> ApiResult {
     let token = ops::create_token(&s.store, &a, &user).await?;
     created(json!({"Token": token}))
 }
 
-async fn list_spaces(
-    State(s): State<AppState>,
-    Auth(a): Auth,
-    Query(q): Query<ListQuery>,
-) -> ApiResult {
+async fn list_spaces(State(s): State<AppState>, Auth(a): Auth, Query(q): Query<ListQuery>) -> ApiResult {
     ok(ops::list_spaces(&s.store, &a, q.where_.as_deref()).await?)
 }
 
@@ -176,11 +120,7 @@ async fn create_space(
     created(ops::create_space(&s.store, &a, req).await?)
 }
 
-async fn get_space(
-    State(s): State<AppState>,
-    Auth(a): Auth,
-    Path(space): Path<String>,
-) -> ApiResult {
+async fn get_space(State(s): State<AppState>, Auth(a): Auth, Path(space): Path<String>) -> ApiResult {
     ok(ops::get_space(&s.store, &a, &space).await?)
 }
 
@@ -193,11 +133,7 @@ async fn update_space(
     ok(ops::update_space(&s.store, &a, &space, req).await?)
 }
 
-async fn delete_space(
-    State(s): State<AppState>,
-    Auth(a): Auth,
-    Path(space): Path<String>,
-) -> ApiResult {
+async fn delete_space(State(s): State<AppState>, Auth(a): Auth, Path(space): Path<String>) -> ApiResult {
     ops::delete_space(&s.store, &a, &space).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -228,11 +164,7 @@ async fn promote_variant(
     ok(ops::promote_variant(&s.store, &a, &space, req.Squash).await?)
 }
 
-async fn list_units_all(
-    State(s): State<AppState>,
-    Auth(a): Auth,
-    Query(q): Query<ListQuery>,
-) -> ApiResult {
+async fn list_units_all(State(s): State<AppState>, Auth(a): Auth, Query(q): Query<ListQuery>) -> ApiResult {
     ok(ops::list_units(&s.store, &a, q.space.as_deref(), q.where_.as_deref()).await?)
 }
 
@@ -389,8 +321,4 @@ create_handler!(create_tag, ops::CreateTag, ops::create_tag);
 create_handler!(create_filter, ops::CreateFilter, ops::create_filter);
 create_handler!(create_target, ops::CreateTarget, ops::create_target);
 create_handler!(create_link, ops::CreateLink, ops::create_link);
-create_handler!(
-    create_invocation,
-    ops::CreateInvocation,
-    ops::create_invocation
-);
+create_handler!(create_invocation, ops::CreateInvocation, ops::create_invocation);

@@ -24,12 +24,7 @@ impl Client {
         }
     }
 
-    async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<reqwest::Response> {
+    async fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<reqwest::Response> {
         let url = format!("{}{path}", self.base);
         let mut req = self.http.request(method, &url);
         if let Some(t) = &self.token {
@@ -50,7 +45,9 @@ impl Client {
         let msg = v.get("error").and_then(Value::as_str).unwrap_or(&text);
         let mut line = format!("{msg} (HTTP {})", status.as_u16());
         if status == StatusCode::UNAUTHORIZED {
-            line.push_str("; pass --token or set CHANGEFLOW_TOKEN (the admin token is in DATA_DIR/admin.token)");
+            line.push_str(
+                "; pass --token or set CHANGEFLOW_TOKEN (the admin token is in DATA_DIR/admin.token)",
+            );
         }
         bail!(line)
     }
@@ -61,9 +58,7 @@ impl Client {
         if resp.status() == StatusCode::NO_CONTENT {
             return Ok(Value::Null);
         }
-        resp.json()
-            .await
-            .context("the server answered with something that is not JSON")
+        resp.json().await.context("the server answered with something that is not JSON")
     }
 
     pub async fn get(&self, path: &str) -> Result<Value> {
@@ -93,9 +88,7 @@ pub fn enc(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }

@@ -12,9 +12,7 @@ use std::io::Read;
 fn read_input(path: &str) -> Result<String> {
     if path == "-" {
         let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading stdin")?;
+        std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
         Ok(s)
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {path}"))
@@ -22,12 +20,7 @@ fn read_input(path: &str) -> Result<String> {
 }
 
 fn map(pairs: &[(String, String)]) -> Value {
-    Value::Object(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect::<Map<_, _>>(),
-    )
+    Value::Object(pairs.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<Map<_, _>>())
 }
 
 #[derive(Debug, Args)]
@@ -39,10 +32,7 @@ pub struct WhereArg {
 
 impl WhereArg {
     fn query(&self) -> String {
-        self.where_
-            .as_deref()
-            .map(|w| format!("?where={}", enc(w)))
-            .unwrap_or_default()
+        self.where_.as_deref().map(|w| format!("?where={}", enc(w))).unwrap_or_default()
     }
 }
 
@@ -393,20 +383,9 @@ fn list_path(kind: &str, space: &Option<String>, where_: &WhereArg) -> String {
         Some(s) if s != "*" => format!(
             "{}/{kind}{}",
             sp(s),
-            if q.is_empty() {
-                String::new()
-            } else {
-                format!("?{}", q.join("&"))
-            }
+            if q.is_empty() { String::new() } else { format!("?{}", q.join("&")) }
         ),
-        _ => format!(
-            "/v1/{kind}{}",
-            if q.is_empty() {
-                String::new()
-            } else {
-                format!("?{}", q.join("&"))
-            }
-        ),
+        _ => format!("/v1/{kind}{}", if q.is_empty() { String::new() } else { format!("?{}", q.join("&")) }),
     }
 }
 
@@ -414,9 +393,14 @@ fn list_path(kind: &str, space: &Option<String>, where_: &WhereArg) -> String {
 pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
     let (v, cols): (Value, Columns) = match command {
         Command::Space(cmd) => match cmd {
-            SpaceCmd::Create { slug, labels, annotations } => {
-                (c.post("/v1/spaces", &json!({"Slug": slug, "Labels": map(&labels), "Annotations": map(&annotations)})).await?, output::SPACE)
-            }
+            SpaceCmd::Create { slug, labels, annotations } => (
+                c.post(
+                    "/v1/spaces",
+                    &json!({"Slug": slug, "Labels": map(&labels), "Annotations": map(&annotations)}),
+                )
+                .await?,
+                output::SPACE,
+            ),
             SpaceCmd::List(w) => (c.get(&format!("/v1/spaces{}", w.query())).await?, output::SPACE),
             SpaceCmd::Get { slug } => (c.get(&sp(&slug)).await?, output::SPACE),
             SpaceCmd::Update { slug, labels, annotations, release_target, version } => {
@@ -441,7 +425,8 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
         }
         Command::Variant(cmd) => match cmd {
             VariantCmd::Create { new_space, from, labels, annotations } => {
-                let body = json!({"Slug": new_space, "Labels": map(&labels), "Annotations": map(&annotations)});
+                let body =
+                    json!({"Slug": new_space, "Labels": map(&labels), "Annotations": map(&annotations)});
                 let v = c.post(&format!("{}/variants", sp(&from)), &body).await?;
                 if out == Format::Table {
                     let n = v["Units"].as_array().map_or(0, Vec::len);
@@ -451,40 +436,62 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
                     (v, output::SPACE)
                 }
             }
-            VariantCmd::Promote { space, squash } => {
-                (c.post(&format!("{}/promote", sp(&space)), &json!({"Squash": squash})).await?, output::PROMOTED)
-            }
+            VariantCmd::Promote { space, squash } => (
+                c.post(&format!("{}/promote", sp(&space)), &json!({"Squash": squash})).await?,
+                output::PROMOTED,
+            ),
         },
         Command::Link(cmd) => match cmd {
             LinkCmd::Create { slug, space, from_unit, to_unit, update_type } => {
                 let body = json!({"Slug": slug, "FromUnit": from_unit, "ToUnit": to_unit, "UpdateType": update_type});
                 (c.post(&format!("{}/links", sp(&space)), &body).await?, output::LINK)
             }
-            LinkCmd::List { space, where_ } => (c.get(&list_path("links", &space, &where_)).await?, output::LINK),
-            LinkCmd::Delete { slug, space } => return delete(c, &format!("{}/links/{}", sp(&space), enc(&slug)), "link", &slug).await,
+            LinkCmd::List { space, where_ } => {
+                (c.get(&list_path("links", &space, &where_)).await?, output::LINK)
+            }
+            LinkCmd::Delete { slug, space } => {
+                return delete(c, &format!("{}/links/{}", sp(&space), enc(&slug)), "link", &slug).await;
+            }
         },
         Command::Tag(cmd) => match cmd {
-            TagCmd::Create { slug, space } => (c.post(&format!("{}/tags", sp(&space)), &json!({"Slug": slug})).await?, output::SIMPLE),
-            TagCmd::List { space, where_ } => (c.get(&list_path("tags", &space, &where_)).await?, output::SIMPLE),
-            TagCmd::Delete { slug, space } => return delete(c, &format!("{}/tags/{}", sp(&space), enc(&slug)), "tag", &slug).await,
+            TagCmd::Create { slug, space } => {
+                (c.post(&format!("{}/tags", sp(&space)), &json!({"Slug": slug})).await?, output::SIMPLE)
+            }
+            TagCmd::List { space, where_ } => {
+                (c.get(&list_path("tags", &space, &where_)).await?, output::SIMPLE)
+            }
+            TagCmd::Delete { slug, space } => {
+                return delete(c, &format!("{}/tags/{}", sp(&space), enc(&slug)), "tag", &slug).await;
+            }
         },
         Command::Filter(cmd) => match cmd {
             FilterCmd::Create { slug, space, from, where_field } => (
-                c.post(&format!("{}/filters", sp(&space)), &json!({"Slug": slug, "From": from, "Where": where_field})).await?,
+                c.post(
+                    &format!("{}/filters", sp(&space)),
+                    &json!({"Slug": slug, "From": from, "Where": where_field}),
+                )
+                .await?,
                 output::FILTER,
             ),
-            FilterCmd::List { space, where_ } => (c.get(&list_path("filters", &space, &where_)).await?, output::FILTER),
+            FilterCmd::List { space, where_ } => {
+                (c.get(&list_path("filters", &space, &where_)).await?, output::FILTER)
+            }
             FilterCmd::Delete { slug, space } => {
                 return delete(c, &format!("{}/filters/{}", sp(&space), enc(&slug)), "filter", &slug).await;
             }
         },
         Command::Target(cmd) => match cmd {
             TargetCmd::Create { slug, space, provider, options } => (
-                c.post(&format!("{}/targets", sp(&space)), &json!({"Slug": slug, "ProviderType": provider, "Options": map(&options)}))
-                    .await?,
+                c.post(
+                    &format!("{}/targets", sp(&space)),
+                    &json!({"Slug": slug, "ProviderType": provider, "Options": map(&options)}),
+                )
+                .await?,
                 output::TARGET,
             ),
-            TargetCmd::List { space, where_ } => (c.get(&list_path("targets", &space, &where_)).await?, output::TARGET),
+            TargetCmd::List { space, where_ } => {
+                (c.get(&list_path("targets", &space, &where_)).await?, output::TARGET)
+            }
             TargetCmd::Delete { slug, space } => {
                 return delete(c, &format!("{}/targets/{}", sp(&space), enc(&slug)), "target", &slug).await;
             }
@@ -492,17 +499,23 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
         Command::Invocation(cmd) => match cmd {
             InvocationCmd::Create { slug, space, file } => {
                 let text = read_input(&file)?;
-                let mut body: Value = serde_saphyr::from_str(&text).with_context(|| format!("{file} is not valid YAML"))?;
+                let mut body: Value =
+                    serde_saphyr::from_str(&text).with_context(|| format!("{file} is not valid YAML"))?;
                 if !body.is_object() {
                     bail!("{file}: expected a mapping with Parameters and FunctionInvocations");
                 }
                 body["Slug"] = json!(slug);
                 (c.post(&format!("{}/invocations", sp(&space)), &body).await?, output::INVOCATION)
             }
-            InvocationCmd::List { space, where_ } => (c.get(&list_path("invocations", &space, &where_)).await?, output::INVOCATION),
-            InvocationCmd::Get { slug, space } => (c.get(&format!("{}/invocations/{}", sp(&space), enc(&slug))).await?, output::INVOCATION),
+            InvocationCmd::List { space, where_ } => {
+                (c.get(&list_path("invocations", &space, &where_)).await?, output::INVOCATION)
+            }
+            InvocationCmd::Get { slug, space } => {
+                (c.get(&format!("{}/invocations/{}", sp(&space), enc(&slug))).await?, output::INVOCATION)
+            }
             InvocationCmd::Delete { slug, space } => {
-                return delete(c, &format!("{}/invocations/{}", sp(&space), enc(&slug)), "invocation", &slug).await;
+                return delete(c, &format!("{}/invocations/{}", sp(&space), enc(&slug)), "invocation", &slug)
+                    .await;
             }
             InvocationCmd::Run { invocation, space, params, unit, where_, dry_run } => {
                 let body = json!({"Invocation": invocation, "Parameters": map(&params), "Unit": unit, "Where": where_.where_, "DryRun": dry_run});
@@ -519,9 +532,10 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
             }
         },
         Command::User(cmd) => match cmd {
-            UserCmd::Create { name, grants, admin } => {
-                (c.post("/v1/users", &json!({"Slug": name, "Grants": grants, "Admin": admin})).await?, output::USER)
-            }
+            UserCmd::Create { name, grants, admin } => (
+                c.post("/v1/users", &json!({"Slug": name, "Grants": grants, "Admin": admin})).await?,
+                output::USER,
+            ),
             UserCmd::List => (c.get("/v1/users").await?, output::USER),
             UserCmd::Me => (c.get("/v1/me").await?, output::USER),
         },
@@ -548,21 +562,11 @@ async fn delete(c: &Client, path: &str, kind: &str, slug: &str) -> Result<()> {
 async fn unit(c: &Client, out: Format, cmd: UnitCmd) -> Result<()> {
     let unit_path = |space: &str, slug: &str| format!("{}/units/{}", sp(space), enc(slug));
     let (v, cols) = match cmd {
-        UnitCmd::Create {
-            slug,
-            space,
-            file,
-            toolchain,
-            labels,
-            change_desc,
-        } => {
+        UnitCmd::Create { slug, space, file, toolchain, labels, change_desc } => {
             let data = read_input(&file)?;
             let body = json!({"Slug": slug, "Data": data, "ToolchainType": toolchain, "Labels": map(&labels),
                               "ChangeDescription": change_desc});
-            (
-                c.post(&format!("{}/units", sp(&space)), &body).await?,
-                output::UNIT,
-            )
+            (c.post(&format!("{}/units", sp(&space)), &body).await?, output::UNIT)
         }
         UnitCmd::Update {
             slug,
@@ -579,9 +583,7 @@ async fn unit(c: &Client, out: Format, cmd: UnitCmd) -> Result<()> {
         } => {
             if upgrade {
                 let body = json!({"Squash": squash, "Link": link, "ToRevisionNum": to_revision});
-                let v = c
-                    .post(&format!("{}/upgrade", unit_path(&space, &slug)), &body)
-                    .await?;
+                let v = c.post(&format!("{}/upgrade", unit_path(&space, &slug)), &body).await?;
                 if out == Format::Table {
                     let n = v["Revisions"].as_array().map_or(0, Vec::len);
                     let k = v["Conflicts"].as_array().map_or(0, Vec::len);
@@ -589,7 +591,8 @@ async fn unit(c: &Client, out: Format, cmd: UnitCmd) -> Result<()> {
                 }
                 (v, output::UPGRADE)
             } else {
-                let mut body = json!({"Labels": map(&labels), "Protect": protect, "ChangeDescription": change_desc});
+                let mut body =
+                    json!({"Labels": map(&labels), "Protect": protect, "ChangeDescription": change_desc});
                 if let Some(f) = file {
                     body["Data"] = json!(read_input(&f)?);
                 }
@@ -616,28 +619,18 @@ async fn unit(c: &Client, out: Format, cmd: UnitCmd) -> Result<()> {
             };
             (c.get(&path).await?, output::UNIT)
         }
-        UnitCmd::Data {
-            slug,
-            space,
-            revision,
-        } => {
-            let q = revision
-                .map(|r| format!("?revision={r}"))
-                .unwrap_or_default();
-            let data = c
-                .text(&format!("{}/data{q}", unit_path(&space, &slug)))
-                .await?;
+        UnitCmd::Data { slug, space, revision } => {
+            let q = revision.map(|r| format!("?revision={r}")).unwrap_or_default();
+            let data = c.text(&format!("{}/data{q}", unit_path(&space, &slug))).await?;
             match out {
                 Format::Json => println!("{}", json!({"Data": data})),
                 _ => print!("{data}"),
             }
             return Ok(());
         }
-        UnitCmd::Conflicts { slug, space } => (
-            c.get(&format!("{}/conflicts", unit_path(&space, &slug)))
-                .await?,
-            output::CONFLICT,
-        ),
+        UnitCmd::Conflicts { slug, space } => {
+            (c.get(&format!("{}/conflicts", unit_path(&space, &slug))).await?, output::CONFLICT)
+        }
         UnitCmd::Delete { slug, space } => {
             return delete(c, &unit_path(&space, &slug), "unit", &slug).await;
         }

@@ -46,33 +46,15 @@ pub async fn run() -> Result<()> {
         db: None,
     })
     .await?;
-    let token = server
-        .new_admin_token
-        .clone()
-        .expect("a new store bootstraps an admin");
-    eprintln!(
-        "demo server on {} (store: {})",
-        server.url(),
-        dir.path().join("changeflow.db").display()
-    );
+    let token = server.new_admin_token.clone().expect("a new store bootstraps an admin");
+    eprintln!("demo server on {} (store: {})", server.url(), dir.path().join("changeflow.db").display());
     let c = Client::new(&server.url(), Some(token));
 
     step(1, "create base space shop-base with units web and settings");
-    c.post(
-        "/v1/spaces",
-        &json!({"Slug": "shop-base", "Labels": {"Component": "shop", "Stage": "base"}}),
-    )
-    .await?;
-    c.post(
-        "/v1/spaces/shop-base/units",
-        &json!({"Slug": "web", "Data": WEB_V1}),
-    )
-    .await?;
-    c.post(
-        "/v1/spaces/shop-base/units",
-        &json!({"Slug": "settings", "Data": SETTINGS}),
-    )
-    .await?;
+    c.post("/v1/spaces", &json!({"Slug": "shop-base", "Labels": {"Component": "shop", "Stage": "base"}}))
+        .await?;
+    c.post("/v1/spaces/shop-base/units", &json!({"Slug": "web", "Data": WEB_V1})).await?;
+    c.post("/v1/spaces/shop-base/units", &json!({"Slug": "settings", "Data": SETTINGS})).await?;
 
     step(2, "create variants shop-dev, shop-staging, shop-prod");
     for stage in ["dev", "staging", "prod"] {
@@ -91,53 +73,29 @@ pub async fn run() -> Result<()> {
     )
     .await?;
 
-    step(
-        4,
-        "edit the base twice: new image, then 3 replicas and a debug flag",
-    );
+    step(4, "edit the base twice: new image, then 3 replicas and a debug flag");
     let v2 = WEB_V1.replace("shop/web:1.0.0", "shop/web:1.1.0");
-    c.patch(
-        "/v1/spaces/shop-base/units/web",
-        &json!({"Data": v2, "ChangeDescription": "web 1.1.0"}),
-    )
-    .await?;
-    let v3 = v2
-        .replace("replicas: 2", "replicas: 3")
-        .replace("value: info", "value: debug");
+    c.patch("/v1/spaces/shop-base/units/web", &json!({"Data": v2, "ChangeDescription": "web 1.1.0"})).await?;
+    let v3 = v2.replace("replicas: 2", "replicas: 3").replace("value: info", "value: debug");
     c.patch(
         "/v1/spaces/shop-base/units/web",
         &json!({"Data": v3, "ChangeDescription": "3 replicas, debug logs"}),
     )
     .await?;
 
-    step(
-        5,
-        "promote every variant (upgrade each unit behind its upstream)",
-    );
+    step(5, "promote every variant (upgrade each unit behind its upstream)");
     for stage in ["dev", "staging", "prod"] {
-        let r = c
-            .post(&format!("/v1/spaces/shop-{stage}/promote"), &json!({}))
-            .await?;
+        let r = c.post(&format!("/v1/spaces/shop-{stage}/promote"), &json!({})).await?;
         eprintln!("  shop-{stage}:");
-        for line in output::table(
-            r.as_array().map(Vec::as_slice).unwrap_or(&[]),
-            output::PROMOTED,
-        )
-        .lines()
-        {
+        for line in output::table(r.as_array().map(Vec::as_slice).unwrap_or(&[]), output::PROMOTED).lines() {
             eprintln!("    {line}");
         }
     }
 
-    step(
-        6,
-        "check: prod kept its 5 replicas and lists the withheld change as a conflict",
-    );
+    step(6, "check: prod kept its 5 replicas and lists the withheld change as a conflict");
     let conflicts = c.get("/v1/spaces/shop-prod/units/web/conflicts").await?;
     ensure!(
-        conflicts
-            .as_array()
-            .is_some_and(|a| a.iter().any(|x| x["Path"] == "spec.replicas")),
+        conflicts.as_array().is_some_and(|a| a.iter().any(|x| x["Path"] == "spec.replicas")),
         "expected a conflict on spec.replicas"
     );
     output::print(&conflicts, Format::Table, output::CONFLICT);
@@ -147,29 +105,34 @@ pub async fn run() -> Result<()> {
         "prod should have 5 replicas and image 1.1.0"
     );
 
-    step(
-        7,
-        "where everything ended (units whose Space has Stage = 'prod', then all)",
-    );
-    let prod = c
-        .get("/v1/units?where=Space.Labels.Stage%20%3D%20%27prod%27")
-        .await?;
+    step(7, "where everything ended (units whose Space has Stage = 'prod', then all)");
+    let prod = c.get("/v1/units?where=Space.Labels.Stage%20%3D%20%27prod%27").await?;
     output::print(&prod, Format::Table, output::UNIT);
     println!();
     let all: Value = c.get("/v1/units").await?;
-    let rows: Vec<Value> = futures::future::try_join_all(all.as_array().cloned().unwrap_or_default().into_iter().map(|u| {
-        let c = &c;
-        async move {
-            let space = c.get(&format!("/v1/spaces/{}", u["SpaceID"].as_str().unwrap_or_default())).await?;
-            let data = c.text(&format!("/v1/spaces/{}/units/{}/data", space["Slug"].as_str().unwrap_or(""), u["Slug"].as_str().unwrap_or(""))).await?;
-            let image = data.lines().find_map(|l| l.trim().strip_prefix("image: ")).unwrap_or("-").to_string();
-            let replicas = data.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).unwrap_or("-").to_string();
-            anyhow::Ok(json!({"Space": space["Slug"], "Unit": u["Slug"], "Head": u["HeadRevisionNum"],
+    let rows: Vec<Value> =
+        futures::future::try_join_all(all.as_array().cloned().unwrap_or_default().into_iter().map(|u| {
+            let c = &c;
+            async move {
+                let space =
+                    c.get(&format!("/v1/spaces/{}", u["SpaceID"].as_str().unwrap_or_default())).await?;
+                let data = c
+                    .text(&format!(
+                        "/v1/spaces/{}/units/{}/data",
+                        space["Slug"].as_str().unwrap_or(""),
+                        u["Slug"].as_str().unwrap_or("")
+                    ))
+                    .await?;
+                let image =
+                    data.lines().find_map(|l| l.trim().strip_prefix("image: ")).unwrap_or("-").to_string();
+                let replicas =
+                    data.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).unwrap_or("-").to_string();
+                anyhow::Ok(json!({"Space": space["Slug"], "Unit": u["Slug"], "Head": u["HeadRevisionNum"],
                               "Upstream": u["UpstreamRevisionNum"], "Image": image, "Replicas": replicas,
                               "Conflicts": u["Conflicts"].as_array().map_or(0, Vec::len)}))
-        }
-    }))
-    .await?;
+            }
+        }))
+        .await?;
     print!(
         "{}",
         output::table(
@@ -186,8 +149,6 @@ pub async fn run() -> Result<()> {
         )
     );
     server.stop().await?;
-    eprintln!(
-        "demo finished: the base's two edits reached every variant; prod kept its protected replicas"
-    );
+    eprintln!("demo finished: the base's two edits reached every variant; prod kept its protected replicas");
     Ok(())
 }

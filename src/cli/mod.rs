@@ -23,12 +23,7 @@ use std::process::ExitCode;
 #[command(name = "changeflow", version)]
 pub struct Cli {
     /// Server URL.
-    #[arg(
-        long,
-        global = true,
-        env = "CHANGEFLOW_SERVER",
-        default_value = "http://127.0.0.1:7070"
-    )]
+    #[arg(long, global = true, env = "CHANGEFLOW_SERVER", default_value = "http://127.0.0.1:7070")]
     pub server: String,
     /// Bearer token; default: the contents of DATA_DIR/admin.token if it exists.
     #[arg(long, global = true, env = "CHANGEFLOW_TOKEN", hide_env_values = true)]
@@ -126,9 +121,7 @@ pub fn main() -> ExitCode {
 
 fn default_token() -> Option<String> {
     let dir = std::env::var("CHANGEFLOW_DATA_DIR").unwrap_or_else(|_| "changeflow-data".into());
-    std::fs::read_to_string(PathBuf::from(dir).join("admin.token"))
-        .ok()
-        .map(|t| t.trim().to_string())
+    std::fs::read_to_string(PathBuf::from(dir).join("admin.token")).ok().map(|t| t.trim().to_string())
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -151,10 +144,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     })
     .await?;
     if let Some(t) = &server.new_admin_token {
-        eprintln!(
-            "bootstrap admin token (also written to {}):",
-            args.data_dir.join("admin.token").display()
-        );
+        eprintln!("bootstrap admin token (also written to {}):", args.data_dir.join("admin.token").display());
         println!("{t}");
     }
     eprintln!("changeflow listening on {}", server.url());

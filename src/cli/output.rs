@@ -14,12 +14,8 @@ pub enum Format {
 /// Columns of a table: header and a JSON pointer into each row.
 pub type Columns = &'static [(&'static str, &'static str)];
 
-pub const SPACE: Columns = &[
-    ("SLUG", "/Slug"),
-    ("LABELS", "/Labels"),
-    ("VERSION", "/Version"),
-    ("ID", "/SpaceID"),
-];
+pub const SPACE: Columns =
+    &[("SLUG", "/Slug"), ("LABELS", "/Labels"), ("VERSION", "/Version"), ("ID", "/SpaceID")];
 pub const UNIT: Columns = &[
     ("SLUG", "/Slug"),
     ("SPACE", "/SpaceID"),
@@ -50,16 +46,8 @@ pub const CONFLICT: Columns = &[
     ("WITHHELD", "/UpstreamValue"),
     ("KEPT", "/DownstreamValue"),
 ];
-pub const SIMPLE: Columns = &[
-    ("SLUG", "/Slug"),
-    ("DISPLAY-NAME", "/DisplayName"),
-    ("VERSION", "/Version"),
-];
-pub const TARGET: Columns = &[
-    ("SLUG", "/Slug"),
-    ("PROVIDER", "/ProviderType"),
-    ("OPTIONS", "/Options"),
-];
+pub const SIMPLE: Columns = &[("SLUG", "/Slug"), ("DISPLAY-NAME", "/DisplayName"), ("VERSION", "/Version")];
+pub const TARGET: Columns = &[("SLUG", "/Slug"), ("PROVIDER", "/ProviderType"), ("OPTIONS", "/Options")];
 pub const FILTER: Columns = &[("SLUG", "/Slug"), ("FROM", "/From"), ("WHERE", "/Where")];
 pub const INVOCATION: Columns = &[
     ("SLUG", "/Slug"),
@@ -67,12 +55,7 @@ pub const INVOCATION: Columns = &[
     ("PARAMETERS", "/Parameters"),
     ("FUNCTIONS", "/FunctionInvocations"),
 ];
-pub const USER: Columns = &[
-    ("SLUG", "/Slug"),
-    ("ADMIN", "/Admin"),
-    ("GRANTS", "/Grants"),
-    ("ID", "/UserID"),
-];
+pub const USER: Columns = &[("SLUG", "/Slug"), ("ADMIN", "/Admin"), ("GRANTS", "/Grants"), ("ID", "/UserID")];
 pub const FUNCTION: Columns = &[
     ("NAME", "/FunctionName"),
     ("MUTATING", "/Mutating"),
@@ -105,21 +88,12 @@ fn cell(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => "-".into(),
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(a))
-            if !a.is_empty() && a.iter().all(|x| x.is_string()) && a.len() <= 3 =>
-        {
-            a.iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(",")
+        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(|x| x.is_string()) && a.len() <= 3 => {
+            a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(",")
         }
         Some(Value::Array(a)) => a.len().to_string(),
         Some(Value::Object(m)) => {
-            let s = m
-                .iter()
-                .map(|(k, v)| format!("{k}={}", cell(Some(v))))
-                .collect::<Vec<_>>()
-                .join(",");
+            let s = m.iter().map(|(k, v)| format!("{k}={}", cell(Some(v)))).collect::<Vec<_>>().join(",");
             if s.is_empty() { "-".into() } else { s }
         }
         Some(other) => other.to_string(),
@@ -133,20 +107,12 @@ pub fn table(rows: &[Value], columns: Columns) -> String {
         grid.push(columns.iter().map(|(_, p)| cell(r.pointer(p))).collect());
     }
     let widths: Vec<usize> = (0..columns.len())
-        .map(|i| {
-            grid.iter()
-                .map(|row| row[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|i| grid.iter().map(|row| row[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
     for row in grid {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
-            .collect();
+        let line: Vec<String> =
+            row.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
@@ -157,10 +123,7 @@ pub fn table(rows: &[Value], columns: Columns) -> String {
 pub fn print(v: &Value, format: Format, columns: Columns) {
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(v).expect("JSON prints")),
-        Format::Yaml => print!(
-            "{}",
-            serde_saphyr::to_string(v).unwrap_or_else(|_| v.to_string())
-        ),
+        Format::Yaml => print!("{}", serde_saphyr::to_string(v).unwrap_or_else(|_| v.to_string())),
         Format::Table => {
             let rows = match v {
                 Value::Array(a) => a.clone(),

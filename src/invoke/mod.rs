@@ -90,17 +90,11 @@ pub struct Argument {
 
 impl Argument {
     pub fn positional(value: impl Into<Value>) -> Argument {
-        Argument {
-            parameter_name: None,
-            value: value.into(),
-        }
+        Argument { parameter_name: None, value: value.into() }
     }
 
     pub fn named(name: impl Into<String>, value: impl Into<Value>) -> Argument {
-        Argument {
-            parameter_name: Some(name.into()),
-            value: value.into(),
-        }
+        Argument { parameter_name: Some(name.into()), value: value.into() }
     }
 }
 
@@ -122,10 +116,7 @@ impl FunctionCall {
     {
         FunctionCall {
             function_name: function_name.into(),
-            arguments: args
-                .into_iter()
-                .map(|a| Argument::positional(a.into()))
-                .collect(),
+            arguments: args.into_iter().map(|a| Argument::positional(a.into())).collect(),
         }
     }
 }
@@ -192,18 +183,9 @@ pub enum InvokeError {
     #[error("{function}: missing required parameter '{parameter}'")]
     MissingParameter { function: String, parameter: String },
     #[error("{function}: parameter '{parameter}' {reason}, got '{value}'")]
-    BadArgument {
-        function: String,
-        parameter: String,
-        value: String,
-        reason: String,
-    },
+    BadArgument { function: String, parameter: String, value: String, reason: String },
     #[error("{function}: takes at most {max} argument(s), got {given}")]
-    TooManyArguments {
-        function: String,
-        max: usize,
-        given: usize,
-    },
+    TooManyArguments { function: String, max: usize, given: usize },
     #[error("{function}: {reason}")]
     Execution { function: String, reason: String },
 }
@@ -219,10 +201,7 @@ pub(crate) fn display_value(v: &Value) -> String {
 /// `Kind/name` of a document, or `#index` when either is missing.
 pub(crate) fn resource_id(doc: &Value, index: usize) -> String {
     let kind = doc.get("kind").and_then(Value::as_str);
-    let name = doc
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str);
+    let name = doc.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str);
     match (kind, name) {
         (Some(k), Some(n)) if !k.is_empty() && !n.is_empty() => format!("{k}/{n}"),
         _ => format!("#{index}"),
@@ -232,19 +211,12 @@ pub(crate) fn resource_id(doc: &Value, index: usize) -> String {
 /// Joins path segments with dots, escaping dots inside a segment as `\.` (the syntax
 /// `set-path` reads).
 pub(crate) fn join_path(segments: &[String]) -> String {
-    segments
-        .iter()
-        .map(|s| s.replace('.', "\\."))
-        .collect::<Vec<_>>()
-        .join(".")
+    segments.iter().map(|s| s.replace('.', "\\.")).collect::<Vec<_>>().join(".")
 }
 
 /// Splits a dotted path (the inverse of [`join_path`]); `\.` is a literal dot inside a segment.
 pub(crate) fn split_path(path: &str) -> Vec<String> {
-    path.replace("\\.", "\0")
-        .split('.')
-        .map(|s| s.replace('\0', "."))
-        .collect()
+    path.replace("\\.", "\0").split('.').map(|s| s.replace('\0', ".")).collect()
 }
 
 /// Reads a `set-path` value the way YAML would read a plain scalar (a small subset).
@@ -255,10 +227,9 @@ pub(crate) fn parse_scalar(text: &str) -> Value {
         "false" => Value::Bool(false),
         "null" => Value::Null,
         _ if quoted('"') || quoted('\'') => Value::from(&text[1..text.len() - 1]),
-        _ if INTEGER.is_match(text) => text
-            .parse::<i64>()
-            .map(Value::from)
-            .unwrap_or_else(|_| Value::from(text)),
+        _ if INTEGER.is_match(text) => {
+            text.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::from(text))
+        }
         _ => Value::from(text),
     }
 }
@@ -291,11 +262,7 @@ pub(crate) fn set_at(doc: &mut Value, segments: &[String], value: Value) -> Resu
                 &mut list[index]
             }
             other => {
-                let kind = if other.is_string() {
-                    "string"
-                } else {
-                    "scalar"
-                };
+                let kind = if other.is_string() { "string" } else { "scalar" };
                 return Err(format!("'{}' is a {kind}, not a mapping or list", here()));
             }
         };
@@ -307,8 +274,7 @@ pub(crate) fn set_at(doc: &mut Value, segments: &[String], value: Value) -> Resu
     Ok(())
 }
 
-static INTEGER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^-?(0|[1-9][0-9]*)$").expect("valid regex"));
+static INTEGER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^-?(0|[1-9][0-9]*)$").expect("valid regex"));
 
 #[cfg(test)]
 pub(crate) mod testdata {
@@ -398,10 +364,7 @@ mod tests {
         call.arguments.push(Argument::named("extra", 3));
         assert_eq!(call.to_string(), "set-label team \"two words\" extra=3");
         let reg = Registry::builtin();
-        assert_eq!(
-            reg.get("set-path").unwrap().usage(),
-            "set-path <path> <value> [resource]"
-        );
+        assert_eq!(reg.get("set-path").unwrap().usage(), "set-path <path> <value> [resource]");
     }
 
     #[test]

@@ -13,17 +13,10 @@ use serde_json::{Map, Value};
 
 use super::registry::{BoundCall, Handler, param, signature, text};
 use super::{
-    DataType, FunctionOutcome, FunctionSignature, InvokeError, parse_scalar, resource_id, set_at,
-    split_path,
+    DataType, FunctionOutcome, FunctionSignature, InvokeError, parse_scalar, resource_id, set_at, split_path,
 };
 
-const TEMPLATE_WORKLOADS: [&str; 5] = [
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "ReplicaSet",
-    "Job",
-];
+const TEMPLATE_WORKLOADS: [&str; 5] = ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"];
 const SCALABLE: [&str; 3] = ["Deployment", "StatefulSet", "ReplicaSet"];
 const CLUSTER_SCOPED: [&str; 7] = [
     "Namespace",
@@ -38,12 +31,10 @@ const CLUSTER_SCOPED: [&str; 7] = [
 static DNS_LABEL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$").expect("valid regex"));
 static DNS_SUBDOMAIN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-        .expect("valid regex")
+    Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$").expect("valid regex")
 });
-static QUALIFIED_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$").expect("valid regex")
-});
+static QUALIFIED_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$").expect("valid regex"));
 
 pub(super) fn builtins() -> Vec<(FunctionSignature, Handler)> {
     let container = |what: &str| {
@@ -67,10 +58,7 @@ pub(super) fn builtins() -> Vec<(FunctionSignature, Handler)> {
             "Adds or updates a label in metadata.labels of every resource (pod template labels are not touched).",
             vec![
                 text("key", "Label key, e.g. team or app.kubernetes.io/part-of"),
-                text(
-                    "value",
-                    "Label value: up to 63 letters, digits, '-', '_' or '.'",
-                ),
+                text("value", "Label value: up to 63 letters, digits, '-', '_' or '.'"),
             ],
             true,
         ),
@@ -86,12 +74,7 @@ pub(super) fn builtins() -> Vec<(FunctionSignature, Handler)> {
         signature(
             "set-replicas",
             "Sets spec.replicas of every Deployment, StatefulSet and ReplicaSet.",
-            vec![param(
-                "replicas",
-                DataType::Int,
-                true,
-                "Number of pod replicas, 0 or more",
-            )],
+            vec![param("replicas", DataType::Int, true, "Number of pod replicas, 0 or more")],
             true,
         ),
         signature(
@@ -108,10 +91,7 @@ pub(super) fn builtins() -> Vec<(FunctionSignature, Handler)> {
             "Adds or updates an environment variable of a container in every workload (an existing valueFrom is replaced by the value).",
             vec![
                 container("to change"),
-                text(
-                    "env-var-name",
-                    "Name of the environment variable, e.g. LOG_LEVEL",
-                ),
+                text("env-var-name", "Name of the environment variable, e.g. LOG_LEVEL"),
                 text("value", "Value of the environment variable"),
             ],
             true,
@@ -138,25 +118,14 @@ pub(super) fn builtins() -> Vec<(FunctionSignature, Handler)> {
             true,
         ),
     ];
-    let handlers: [Handler; 7] = [
-        set_image,
-        set_label,
-        set_annotation,
-        set_replicas,
-        set_namespace,
-        set_env_var,
-        set_path,
-    ];
+    let handlers: [Handler; 7] =
+        [set_image, set_label, set_annotation, set_replicas, set_namespace, set_env_var, set_path];
     sigs.into_iter().zip(handlers).collect()
 }
 
 fn outcome(documents: Vec<Value>) -> Result<FunctionOutcome, InvokeError> {
     // `changed` is recomputed by the registry.
-    Ok(FunctionOutcome {
-        documents,
-        changed: false,
-        validation: None,
-    })
+    Ok(FunctionOutcome { documents, changed: false, validation: None })
 }
 
 /// The pod spec of a workload document, if it is one and has a pod spec object.
@@ -213,8 +182,7 @@ fn child_object<'a>(
     if slot.is_null() {
         *slot = Value::Object(Map::new());
     }
-    slot.as_object_mut()
-        .ok_or_else(|| format!("{key} is not a mapping"))
+    slot.as_object_mut().ok_or_else(|| format!("{key} is not a mapping"))
 }
 
 /// `set-image <container-name> <image>`: sets `image` of the named container (`*`: all) in
@@ -252,11 +220,7 @@ fn check_key(call: &BoundCall, key: &str) -> Result<(), InvokeError> {
     Ok(())
 }
 
-fn upsert_metadata(
-    docs: &[Value],
-    call: &BoundCall,
-    field: &str,
-) -> Result<FunctionOutcome, InvokeError> {
+fn upsert_metadata(docs: &[Value], call: &BoundCall, field: &str) -> Result<FunctionOutcome, InvokeError> {
     let key = call.required_str("key")?;
     let value = call.required_str("value")?;
     check_key(call, key)?;
@@ -301,11 +265,7 @@ fn set_replicas(docs: &[Value], call: &BoundCall) -> Result<FunctionOutcome, Inv
         return Err(call.bad_argument("replicas", &Value::from(replicas), "must not be negative"));
     }
     if replicas > i64::from(i32::MAX) {
-        return Err(call.bad_argument(
-            "replicas",
-            &Value::from(replicas),
-            "must be at most 2147483647",
-        ));
+        return Err(call.bad_argument("replicas", &Value::from(replicas), "must be at most 2147483647"));
     }
     let mut out = docs.to_vec();
     for (index, doc) in out.iter_mut().enumerate() {
@@ -424,21 +384,15 @@ mod tests {
     use serde_json::json;
 
     fn run(name: &str, args: &[&str]) -> FunctionOutcome {
-        Registry::builtin()
-            .invoke(&stream(), &FunctionCall::new(name, args.iter().copied()))
-            .unwrap()
+        Registry::builtin().invoke(&stream(), &FunctionCall::new(name, args.iter().copied())).unwrap()
     }
 
     fn run_err(name: &str, args: &[&str]) -> InvokeError {
-        Registry::builtin()
-            .invoke(&stream(), &FunctionCall::new(name, args.iter().copied()))
-            .unwrap_err()
+        Registry::builtin().invoke(&stream(), &FunctionCall::new(name, args.iter().copied())).unwrap_err()
     }
 
     fn containers(doc: &Value) -> &Vec<Value> {
-        doc["spec"]["template"]["spec"]["containers"]
-            .as_array()
-            .unwrap()
+        doc["spec"]["template"]["spec"]["containers"].as_array().unwrap()
     }
 
     #[test]
@@ -461,11 +415,7 @@ mod tests {
         let out = run("set-image", &["*", "busybox:1"]);
         let spec = &out.documents[1]["spec"]["template"]["spec"];
         assert_eq!(spec["initContainers"][0]["image"], "busybox:1");
-        assert!(
-            containers(&out.documents[1])
-                .iter()
-                .all(|c| c["image"] == "busybox:1")
-        );
+        assert!(containers(&out.documents[1]).iter().all(|c| c["image"] == "busybox:1"));
     }
 
     #[test]
@@ -475,11 +425,7 @@ mod tests {
             assert!(!out.changed, "{args:?}");
             assert_eq!(out.documents, stream());
         }
-        assert!(
-            run_err("set-image", &["web", " "])
-                .to_string()
-                .contains("must not be empty")
-        );
+        assert!(run_err("set-image", &["web", " "]).to_string().contains("must not be empty"));
     }
 
     #[test]
@@ -491,18 +437,13 @@ mod tests {
             json!({"kind": "ConfigMap", "metadata": {"name": "m"}, "data": {"spec": {"containers": [{"name": "a", "image": "old"}]}}}),
             Value::Null,
         ];
-        let out = Registry::builtin()
-            .invoke(&docs, &FunctionCall::new("set-image", ["a", "new"]))
-            .unwrap();
+        let out = Registry::builtin().invoke(&docs, &FunctionCall::new("set-image", ["a", "new"])).unwrap();
         assert_eq!(
             out.documents[0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"],
             "new"
         );
         assert_eq!(out.documents[1]["spec"]["containers"][0]["image"], "new");
-        assert_eq!(
-            out.documents[2]["spec"]["template"]["spec"]["containers"][0]["image"],
-            "new"
-        );
+        assert_eq!(out.documents[2]["spec"]["template"]["spec"]["containers"][0]["image"], "new");
         assert_eq!(out.documents[3], docs[3]);
         assert_eq!(out.documents[4], Value::Null);
     }
@@ -515,15 +456,9 @@ mod tests {
             assert_eq!(doc["metadata"]["labels"]["team"], "payments");
         }
         assert_eq!(out.documents[1]["metadata"]["labels"]["app"], "web");
-        assert_eq!(
-            out.documents[1]["spec"]["template"]["metadata"]["labels"],
-            json!({"app": "web"})
-        );
+        assert_eq!(out.documents[1]["spec"]["template"]["metadata"]["labels"], json!({"app": "web"}));
         let again = Registry::builtin()
-            .invoke(
-                &out.documents,
-                &FunctionCall::new("set-label", ["team", "payments"]),
-            )
+            .invoke(&out.documents, &FunctionCall::new("set-label", ["team", "payments"]))
             .unwrap();
         assert!(!again.changed);
         assert_eq!(again.documents, out.documents);
@@ -536,10 +471,7 @@ mod tests {
 
     #[test]
     fn set_annotation_upserts() {
-        let out = run(
-            "set-annotation",
-            &["example.com/owner", "Team Payments <p@x.io>"],
-        );
+        let out = run("set-annotation", &["example.com/owner", "Team Payments <p@x.io>"]);
         assert!(out.changed);
         assert_eq!(
             out.documents[3]["metadata"]["annotations"]["example.com/owner"],
@@ -548,10 +480,7 @@ mod tests {
         let again = Registry::builtin()
             .invoke(
                 &out.documents,
-                &FunctionCall::new(
-                    "set-annotation",
-                    ["example.com/owner", "Team Payments <p@x.io>"],
-                ),
+                &FunctionCall::new("set-annotation", ["example.com/owner", "Team Payments <p@x.io>"]),
             )
             .unwrap();
         assert!(!again.changed);
@@ -566,10 +495,7 @@ mod tests {
         assert!(out.documents[2]["spec"].get("replicas").is_none());
         assert!(!run("set-replicas", &["3"]).changed);
         let err = run_err("set-replicas", &["-1"]);
-        assert_eq!(
-            err.to_string(),
-            "set-replicas: parameter 'replicas' must not be negative, got '-1'"
-        );
+        assert_eq!(err.to_string(), "set-replicas: parameter 'replicas' must not be negative, got '-1'");
     }
 
     #[test]
@@ -577,9 +503,8 @@ mod tests {
         let mut docs = stream();
         docs.push(json!({"kind": "ClusterRole", "metadata": {"name": "reader"}}));
         docs.push(json!({"metadata": {"name": "kindless"}}));
-        let out = Registry::builtin()
-            .invoke(&docs, &FunctionCall::new("set-namespace", ["shop-eu"]))
-            .unwrap();
+        let out =
+            Registry::builtin().invoke(&docs, &FunctionCall::new("set-namespace", ["shop-eu"])).unwrap();
         assert!(out.changed);
         assert_eq!(out.documents[0], docs[0]);
         for i in 1..4 {
@@ -599,10 +524,7 @@ mod tests {
         let out = run("set-env-var", &["web", "LOG_LEVEL", "debug"]);
         assert!(out.changed);
         let c = containers(&out.documents[1]);
-        assert_eq!(
-            c[0]["env"],
-            json!([{"name": "LOG_LEVEL", "value": "debug"}])
-        );
+        assert_eq!(c[0]["env"], json!([{"name": "LOG_LEVEL", "value": "debug"}]));
         assert!(c[1].get("env").is_none());
 
         let out = run("set-env-var", &["*", "REGION", "eu-west-1"]);
@@ -611,14 +533,8 @@ mod tests {
             spec["containers"][0]["env"],
             json!([{"name": "LOG_LEVEL", "value": "info"}, {"name": "REGION", "value": "eu-west-1"}])
         );
-        assert_eq!(
-            spec["containers"][1]["env"],
-            json!([{"name": "REGION", "value": "eu-west-1"}])
-        );
-        assert_eq!(
-            spec["initContainers"][0]["env"],
-            json!([{"name": "REGION", "value": "eu-west-1"}])
-        );
+        assert_eq!(spec["containers"][1]["env"], json!([{"name": "REGION", "value": "eu-west-1"}]));
+        assert_eq!(spec["initContainers"][0]["env"], json!([{"name": "REGION", "value": "eu-west-1"}]));
 
         assert!(!run("set-env-var", &["web", "LOG_LEVEL", "info"]).changed);
         assert!(!run("set-env-var", &["nosuch", "A", "b"]).changed);
@@ -626,28 +542,18 @@ mod tests {
         let docs = vec![json!({"kind": "Pod", "spec": {"containers": [
             {"name": "a", "env": [{"name": "X", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}
         ]}})];
-        let out = Registry::builtin()
-            .invoke(&docs, &FunctionCall::new("set-env-var", ["a", "X", "1"]))
-            .unwrap();
-        assert_eq!(
-            out.documents[0]["spec"]["containers"][0]["env"],
-            json!([{"name": "X", "value": "1"}])
-        );
+        let out =
+            Registry::builtin().invoke(&docs, &FunctionCall::new("set-env-var", ["a", "X", "1"])).unwrap();
+        assert_eq!(out.documents[0]["spec"]["containers"][0]["env"], json!([{"name": "X", "value": "1"}]));
     }
 
     #[test]
     fn set_path_on_every_object_or_one_resource() {
-        let out = run(
-            "set-path",
-            &["spec.template.spec.containers.0.image", "nginx:1.27"],
-        );
+        let out = run("set-path", &["spec.template.spec.containers.0.image", "nginx:1.27"]);
         assert!(out.changed);
         assert_eq!(containers(&out.documents[1])[0]["image"], "nginx:1.27");
         // Every object document gets the path (missing mappings created).
-        assert_eq!(
-            out.documents[3]["spec"]["template"]["spec"]["containers"]["0"]["image"],
-            "nginx:1.27"
-        );
+        assert_eq!(out.documents[3]["spec"]["template"]["spec"]["containers"]["0"]["image"], "nginx:1.27");
 
         let out = run("set-path", &["spec.replicas", "7", "Deployment/web"]);
         assert_eq!(out.documents[1]["spec"]["replicas"], 7);
@@ -655,38 +561,16 @@ mod tests {
         assert!(!run("set-path", &["spec.replicas", "7", "Deployment/nosuch"]).changed);
         assert!(!run("set-path", &["spec.replicas", "3", "Deployment/web"]).changed);
 
-        let out = run(
-            "set-path",
-            &[
-                "metadata.labels.app\\.kubernetes\\.io/name",
-                "web",
-                "Service/web",
-            ],
-        );
-        assert_eq!(
-            out.documents[2]["metadata"]["labels"]["app.kubernetes.io/name"],
-            "web"
-        );
+        let out = run("set-path", &["metadata.labels.app\\.kubernetes\\.io/name", "web", "Service/web"]);
+        assert_eq!(out.documents[2]["metadata"]["labels"]["app.kubernetes.io/name"], "web");
 
-        let out = run(
-            "set-path",
-            &["spec.ports.1", "{\"port\": 9}", "Service/web"],
-        );
+        let out = run("set-path", &["spec.ports.1", "{\"port\": 9}", "Service/web"]);
         assert_eq!(out.documents[2]["spec"]["ports"][1], "{\"port\": 9}");
         let err = run_err("set-path", &["spec.ports.5.port", "1", "Service/web"]);
-        assert!(
-            err.to_string()
-                .contains("Service/web: index 5 is past the end of 'spec.ports'"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("Service/web: index 5 is past the end of 'spec.ports'"), "{err}");
         let err = run_err("set-path", &["metadata.name.x", "1", "Service/web"]);
-        assert!(
-            err.to_string().contains("'metadata.name' is a string"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("'metadata.name' is a string"), "{err}");
         let err = run_err("set-path", &["spec..x", "1"]);
-        assert!(
-            matches!(err, InvokeError::BadArgument { ref parameter, .. } if parameter == "path")
-        );
+        assert!(matches!(err, InvokeError::BadArgument { ref parameter, .. } if parameter == "path"));
     }
 }

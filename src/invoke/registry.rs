@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{
-    DataType, FunctionCall, FunctionOutcome, FunctionSignature, InvokeError, ParameterSpec,
-    ValidationResult, display_value, mutating, validating,
+    DataType, FunctionCall, FunctionOutcome, FunctionSignature, InvokeError, ParameterSpec, ValidationResult,
+    display_value, mutating, validating,
 };
 
 /// Runs one bound call against a Unit's documents. Mutating handlers return the new
@@ -26,10 +26,7 @@ pub struct BoundCall {
 impl BoundCall {
     /// The value bound to `parameter`, if it was given.
     pub fn get(&self, parameter: &str) -> Option<&Value> {
-        self.arguments
-            .iter()
-            .find(|(name, _)| name == parameter)
-            .map(|(_, v)| v)
+        self.arguments.iter().find(|(name, _)| name == parameter).map(|(_, v)| v)
     }
 
     /// A String parameter's value, or `MissingParameter`.
@@ -52,9 +49,7 @@ impl BoundCall {
     /// An Int parameter's value, or `MissingParameter`.
     pub(crate) fn required_int(&self, parameter: &str) -> Result<i64, InvokeError> {
         match self.get(parameter) {
-            Some(v) => v
-                .as_i64()
-                .ok_or_else(|| self.bad_argument(parameter, v, "must be an Int")),
+            Some(v) => v.as_i64().ok_or_else(|| self.bad_argument(parameter, v, "must be an Int")),
             None => Err(self.missing(parameter)),
         }
     }
@@ -69,10 +64,7 @@ impl BoundCall {
     }
 
     pub(crate) fn execution(&self, reason: impl Into<String>) -> InvokeError {
-        InvokeError::Execution {
-            function: self.function_name.clone(),
-            reason: reason.into(),
-        }
+        InvokeError::Execution { function: self.function_name.clone(), reason: reason.into() }
     }
 
     fn missing(&self, parameter: &str) -> InvokeError {
@@ -104,10 +96,7 @@ impl Registry {
     /// The built-in functions: the `set-*` mutators and the `vet-*` validators.
     pub fn builtin() -> Registry {
         let mut registry = Registry::new();
-        for (signature, handler) in mutating::builtins()
-            .into_iter()
-            .chain(validating::builtins())
-        {
+        for (signature, handler) in mutating::builtins().into_iter().chain(validating::builtins()) {
             registry.register(signature, handler);
         }
         registry
@@ -115,10 +104,7 @@ impl Registry {
 
     /// Adds (or replaces) a function.
     pub fn register(&mut self, signature: FunctionSignature, handler: Handler) {
-        self.functions.insert(
-            signature.function_name.clone(),
-            Entry { signature, handler },
-        );
+        self.functions.insert(signature.function_name.clone(), Entry { signature, handler });
     }
 
     /// Every signature, sorted by function name.
@@ -131,12 +117,10 @@ impl Registry {
     }
 
     fn entry(&self, name: &str) -> Result<&Entry, InvokeError> {
-        self.functions
-            .get(name)
-            .ok_or_else(|| InvokeError::UnknownFunction {
-                name: name.to_string(),
-                known: self.functions.keys().cloned().collect(),
-            })
+        self.functions.get(name).ok_or_else(|| InvokeError::UnknownFunction {
+            name: name.to_string(),
+            known: self.functions.keys().cloned().collect(),
+        })
     }
 
     /// Matches a call's arguments to the function's parameters: positional arguments (no or
@@ -163,19 +147,15 @@ impl Registry {
                     next_positional += 1;
                     next_positional - 1
                 }
-                Some(name) => params
-                    .iter()
-                    .position(|p| p.parameter_name == name)
-                    .ok_or_else(|| {
-                        let known: Vec<&str> =
-                            params.iter().map(|p| p.parameter_name.as_str()).collect();
-                        let reason = if known.is_empty() {
-                            "is unknown (the function takes no parameters)".to_string()
-                        } else {
-                            format!("is unknown (parameters: {})", known.join(", "))
-                        };
-                        bad(function, name, &arg.value, reason)
-                    })?,
+                Some(name) => params.iter().position(|p| p.parameter_name == name).ok_or_else(|| {
+                    let known: Vec<&str> = params.iter().map(|p| p.parameter_name.as_str()).collect();
+                    let reason = if known.is_empty() {
+                        "is unknown (the function takes no parameters)".to_string()
+                    } else {
+                        format!("is unknown (parameters: {})", known.join(", "))
+                    };
+                    bad(function, name, &arg.value, reason)
+                })?,
             };
             let param = &params[index];
             if slots[index].is_some() {
@@ -201,19 +181,12 @@ impl Registry {
                 None => {}
             }
         }
-        Ok(BoundCall {
-            function_name: function.clone(),
-            arguments,
-        })
+        Ok(BoundCall { function_name: function.clone(), arguments })
     }
 
     /// Binds and runs one call. `changed` is true exactly when the returned documents differ
     /// from `docs`.
-    pub fn invoke(
-        &self,
-        docs: &[Value],
-        call: &FunctionCall,
-    ) -> Result<FunctionOutcome, InvokeError> {
+    pub fn invoke(&self, docs: &[Value], call: &FunctionCall) -> Result<FunctionOutcome, InvokeError> {
         let bound = self.bind(call)?;
         let entry = self.entry(&bound.function_name)?;
         run(entry, docs, &bound)
@@ -223,38 +196,27 @@ impl Registry {
     /// the mutating calls in order, then the others (validating) in order against the mutated
     /// documents. `validation` combines every validation result (`Passed` when all passed,
     /// details and failed attributes concatenated), and is `None` when no call produced one.
-    pub fn invoke_all(
-        &self,
-        docs: &[Value],
-        calls: &[FunctionCall],
-    ) -> Result<FunctionOutcome, InvokeError> {
+    pub fn invoke_all(&self, docs: &[Value], calls: &[FunctionCall]) -> Result<FunctionOutcome, InvokeError> {
         let mut bound = Vec::with_capacity(calls.len());
         for call in calls {
             let b = self.bind(call)?;
             bound.push((self.entry(&b.function_name)?, b));
         }
-        let (mutators, others): (Vec<_>, Vec<_>) =
-            bound.iter().partition(|(e, _)| e.signature.mutating);
+        let (mutators, others): (Vec<_>, Vec<_>) = bound.iter().partition(|(e, _)| e.signature.mutating);
         let mut current = docs.to_vec();
         let mut validation: Option<ValidationResult> = None;
         for (entry, call) in mutators.into_iter().chain(others) {
             let outcome = run(entry, &current, call)?;
             current = outcome.documents;
             if let Some(result) = outcome.validation {
-                let combined = validation.get_or_insert_with(|| ValidationResult {
-                    passed: true,
-                    ..ValidationResult::default()
-                });
+                let combined = validation
+                    .get_or_insert_with(|| ValidationResult { passed: true, ..ValidationResult::default() });
                 combined.passed &= result.passed;
                 combined.details.extend(result.details);
                 combined.failed_attributes.extend(result.failed_attributes);
             }
         }
-        Ok(FunctionOutcome {
-            changed: current.as_slice() != docs,
-            documents: current,
-            validation,
-        })
+        Ok(FunctionOutcome { changed: current.as_slice() != docs, documents: current, validation })
     }
 }
 
@@ -277,38 +239,24 @@ fn cast(function: &str, param: &ParameterSpec, value: &Value) -> Result<Value, I
     let name = &param.parameter_name;
     match (param.data_type, value) {
         (DataType::String, Value::String(_)) => Ok(value.clone()),
-        (DataType::String, Value::Number(_) | Value::Bool(_)) => {
-            Ok(Value::String(value.to_string()))
-        }
+        (DataType::String, Value::Number(_) | Value::Bool(_)) => Ok(Value::String(value.to_string())),
         (DataType::Int, Value::Number(n)) if n.as_i64().is_some() => Ok(value.clone()),
         (DataType::Int, Value::String(s)) if s.trim().parse::<i64>().is_ok() => {
             Ok(Value::from(s.trim().parse::<i64>().unwrap_or_default()))
         }
         (DataType::Bool, Value::Bool(_)) => Ok(value.clone()),
-        (DataType::Bool, Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => {
-            Ok(Value::Bool(true))
-        }
+        (DataType::Bool, Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
         (DataType::Bool, Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => {
             Ok(Value::Bool(false))
         }
         (DataType::String, _) => Err(bad(function, name, value, "must be a String".into())),
         (DataType::Int, _) => Err(bad(function, name, value, "must be an Int".into())),
-        (DataType::Bool, _) => Err(bad(
-            function,
-            name,
-            value,
-            "must be a Bool (true or false)".into(),
-        )),
+        (DataType::Bool, _) => Err(bad(function, name, value, "must be a Bool (true or false)".into())),
     }
 }
 
 /// Builds a parameter spec (for the built-in signatures).
-pub(super) fn param(
-    name: &str,
-    data_type: DataType,
-    required: bool,
-    description: &str,
-) -> ParameterSpec {
+pub(super) fn param(name: &str, data_type: DataType, required: bool, description: &str) -> ParameterSpec {
     ParameterSpec {
         parameter_name: name.to_string(),
         data_type,
@@ -351,11 +299,7 @@ mod tests {
     #[test]
     fn signatures_are_sorted_and_described() {
         let r = reg();
-        let names: Vec<&str> = r
-            .signatures()
-            .iter()
-            .map(|s| s.function_name.as_str())
-            .collect();
+        let names: Vec<&str> = r.signatures().iter().map(|s| s.function_name.as_str()).collect();
         assert_eq!(
             names,
             [
@@ -374,12 +318,7 @@ mod tests {
             assert!(s.description.len() > 20, "{}", s.function_name);
             assert_ne!(s.mutating, s.validating);
             for p in &s.parameters {
-                assert!(
-                    p.description.len() > 10,
-                    "{} {}",
-                    s.function_name,
-                    p.parameter_name
-                );
+                assert!(p.description.len() > 10, "{} {}", s.function_name, p.parameter_name);
             }
         }
         assert!(r.get("set-image").unwrap().mutating);
@@ -389,9 +328,7 @@ mod tests {
 
     #[test]
     fn unknown_function_lists_known_names() {
-        let err = reg()
-            .bind(&FunctionCall::new("set-imag", ["a"]))
-            .unwrap_err();
+        let err = reg().bind(&FunctionCall::new("set-imag", ["a"])).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, InvokeError::UnknownFunction { ref name, .. } if name == "set-imag"));
         assert!(msg.contains("'set-imag'"), "{msg}");
@@ -421,50 +358,30 @@ mod tests {
         // An empty ParameterName counts as positional.
         let call = FunctionCall {
             function_name: "set-replicas".into(),
-            arguments: vec![Argument {
-                parameter_name: Some(String::new()),
-                value: json!(4),
-            }],
+            arguments: vec![Argument { parameter_name: Some(String::new()), value: json!(4) }],
         };
         assert_eq!(reg().bind(&call).unwrap().get("replicas"), Some(&json!(4)));
     }
 
     #[test]
     fn missing_required_parameter() {
-        let err = reg()
-            .bind(&FunctionCall::new("set-label", ["team"]))
-            .unwrap_err();
+        let err = reg().bind(&FunctionCall::new("set-label", ["team"])).unwrap_err();
         assert_eq!(
             err,
-            InvokeError::MissingParameter {
-                function: "set-label".into(),
-                parameter: "value".into()
-            }
+            InvokeError::MissingParameter { function: "set-label".into(), parameter: "value".into() }
         );
-        assert_eq!(
-            err.to_string(),
-            "set-label: missing required parameter 'value'"
-        );
+        assert_eq!(err.to_string(), "set-label: missing required parameter 'value'");
         // Optional parameters may be left out.
-        let b = reg()
-            .bind(&FunctionCall::new("set-path", ["a.b", "1"]))
-            .unwrap();
+        let b = reg().bind(&FunctionCall::new("set-path", ["a.b", "1"])).unwrap();
         assert_eq!(b.get("resource"), None);
     }
 
     #[test]
     fn int_and_bool_casts() {
-        let b = reg()
-            .bind(&FunctionCall::new("set-replicas", [" 5 "]))
-            .unwrap();
+        let b = reg().bind(&FunctionCall::new("set-replicas", [" 5 "])).unwrap();
         assert_eq!(b.get("replicas"), Some(&json!(5)));
-        let err = reg()
-            .bind(&FunctionCall::new("set-replicas", ["abc"]))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "set-replicas: parameter 'replicas' must be an Int, got 'abc'"
-        );
+        let err = reg().bind(&FunctionCall::new("set-replicas", ["abc"])).unwrap_err();
+        assert_eq!(err.to_string(), "set-replicas: parameter 'replicas' must be an Int, got 'abc'");
         let call = FunctionCall {
             function_name: "set-replicas".into(),
             arguments: vec![Argument::positional(true)],
@@ -479,29 +396,16 @@ mod tests {
         assert_eq!(reg().bind(&call).unwrap().get("value"), Some(&json!("3")));
         let call = FunctionCall {
             function_name: "set-label".into(),
-            arguments: vec![
-                Argument::positional("tier"),
-                Argument::positional(json!([1])),
-            ],
+            arguments: vec![Argument::positional("tier"), Argument::positional(json!([1]))],
         };
-        assert!(
-            reg()
-                .bind(&call)
-                .unwrap_err()
-                .to_string()
-                .contains("must be a String")
-        );
+        assert!(reg().bind(&call).unwrap_err().to_string().contains("must be a String"));
     }
 
     #[test]
     fn bool_cast() {
         let mut r = Registry::new();
         fn noop(docs: &[Value], _: &BoundCall) -> Result<FunctionOutcome, InvokeError> {
-            Ok(FunctionOutcome {
-                documents: docs.to_vec(),
-                changed: true,
-                validation: None,
-            })
+            Ok(FunctionOutcome { documents: docs.to_vec(), changed: true, validation: None })
         }
         r.register(
             signature(
@@ -515,37 +419,18 @@ mod tests {
         let b = r.bind(&FunctionCall::new("flag", ["TRUE"])).unwrap();
         assert_eq!(b.get("on"), Some(&json!(true)));
         let err = r.bind(&FunctionCall::new("flag", ["yes"])).unwrap_err();
-        assert!(
-            err.to_string().contains("parameter 'on' must be a Bool"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("parameter 'on' must be a Bool"), "{err}");
         // The registry recomputes `changed` from the documents.
-        let out = r
-            .invoke(&testdata::stream(), &FunctionCall::new("flag", ["false"]))
-            .unwrap();
+        let out = r.invoke(&testdata::stream(), &FunctionCall::new("flag", ["false"])).unwrap();
         assert!(!out.changed);
     }
 
     #[test]
     fn too_many_unknown_and_duplicate_arguments() {
-        let err = reg()
-            .bind(&FunctionCall::new("set-replicas", ["2", "3"]))
-            .unwrap_err();
-        assert_eq!(
-            err,
-            InvokeError::TooManyArguments {
-                function: "set-replicas".into(),
-                max: 1,
-                given: 2
-            }
-        );
-        assert_eq!(
-            err.to_string(),
-            "set-replicas: takes at most 1 argument(s), got 2"
-        );
-        let err = reg()
-            .bind(&FunctionCall::new("vet-placeholders", ["x"]))
-            .unwrap_err();
+        let err = reg().bind(&FunctionCall::new("set-replicas", ["2", "3"])).unwrap_err();
+        assert_eq!(err, InvokeError::TooManyArguments { function: "set-replicas".into(), max: 1, given: 2 });
+        assert_eq!(err.to_string(), "set-replicas: takes at most 1 argument(s), got 2");
+        let err = reg().bind(&FunctionCall::new("vet-placeholders", ["x"])).unwrap_err();
         assert!(matches!(err, InvokeError::TooManyArguments { max: 0, .. }));
 
         let call = FunctionCall {
@@ -562,10 +447,6 @@ mod tests {
             arguments: vec![Argument::positional(2), Argument::named("replicas", 3)],
         };
         let err = reg().bind(&call).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("'replicas' is given more than once"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("'replicas' is given more than once"), "{err}");
     }
 }

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::registry::{BoundCall, Handler, param, signature};
 use super::{
-    DataType, FailedAttribute, FunctionOutcome, FunctionSignature, InvokeError, ValidationResult,
-    join_path, resource_id,
+    DataType, FailedAttribute, FunctionOutcome, FunctionSignature, InvokeError, ValidationResult, join_path,
+    resource_id,
 };
 
 /// ConfigHub's placeholder string and number: values a user must replace before release.
@@ -47,11 +47,7 @@ fn result(docs: &[Value], failed: Vec<FailedAttribute>, details: Vec<String>) ->
     FunctionOutcome {
         documents: docs.to_vec(),
         changed: false,
-        validation: Some(ValidationResult {
-            passed: failed.is_empty(),
-            details,
-            failed_attributes: failed,
-        }),
+        validation: Some(ValidationResult { passed: failed.is_empty(), details, failed_attributes: failed }),
     }
 }
 
@@ -101,11 +97,8 @@ fn cel_to_json(value: &cel::Value) -> Value {
         cel::Value::List(items) => Value::Array(items.iter().map(cel_to_json).collect()),
         cel::Value::Map(map) => {
             // Sorted, so that results are deterministic.
-            let sorted: std::collections::BTreeMap<String, Value> = map
-                .map
-                .iter()
-                .map(|(k, v)| (k.to_string(), cel_to_json(v)))
-                .collect();
+            let sorted: std::collections::BTreeMap<String, Value> =
+                map.map.iter().map(|(k, v)| (k.to_string(), cel_to_json(v))).collect();
             Value::Object(sorted.into_iter().collect())
         }
         other => Value::from(format!("{other:?}")),
@@ -138,10 +131,7 @@ fn vet_cel(docs: &[Value], call: &BoundCall) -> Result<FunctionOutcome, InvokeEr
             message,
         };
         if let Err(e) = context.add_variable("r", CelJson(doc)) {
-            failed.push(fail(
-                Value::Null,
-                format!("cannot pass the resource to CEL: {e}"),
-            ));
+            failed.push(fail(Value::Null, format!("cannot pass the resource to CEL: {e}")));
             continue;
         }
         match program.execute(&context) {
@@ -151,15 +141,9 @@ fn vet_cel(docs: &[Value], call: &BoundCall) -> Result<FunctionOutcome, InvokeEr
             }
             Ok(other) => failed.push(fail(
                 cel_to_json(&other),
-                format!(
-                    "`{expression}` returned a {} instead of a bool",
-                    other.type_of()
-                ),
+                format!("`{expression}` returned a {} instead of a bool", other.type_of()),
             )),
-            Err(e) => failed.push(fail(
-                Value::Null,
-                format!("`{expression}` could not be evaluated: {e}"),
-            )),
+            Err(e) => failed.push(fail(Value::Null, format!("`{expression}` could not be evaluated: {e}"))),
         }
     }
     let summary = if failed.is_empty() {
@@ -226,10 +210,7 @@ fn vet_placeholders(docs: &[Value], _call: &BoundCall) -> Result<FunctionOutcome
     let summary = if failed.is_empty() {
         "vet-placeholders: no placeholders found".to_string()
     } else {
-        format!(
-            "vet-placeholders: {} placeholder value(s) must be replaced",
-            failed.len()
-        )
+        format!("vet-placeholders: {} placeholder value(s) must be replaced", failed.len())
     };
     Ok(result(docs, failed, vec![summary]))
 }
@@ -250,22 +231,13 @@ mod tests {
 
     #[test]
     fn vet_cel_passes() {
-        let out = vet(
-            &stream(),
-            "vet-cel",
-            &["r.metadata.name.size() > 0 && r.apiVersion != ''"],
-        )
-        .unwrap();
+        let out = vet(&stream(), "vet-cel", &["r.metadata.name.size() > 0 && r.apiVersion != ''"]).unwrap();
         assert!(!out.changed);
         assert_eq!(out.documents, stream());
         let v = validation(&out);
         assert!(v.passed, "{v:?}");
         assert!(v.failed_attributes.is_empty());
-        assert!(
-            v.details[0].contains("holds for all 4 resource(s)"),
-            "{:?}",
-            v.details
-        );
+        assert!(v.details[0].contains("holds for all 4 resource(s)"), "{:?}", v.details);
     }
 
     #[test]
@@ -280,12 +252,7 @@ mod tests {
             let out = vet(&docs, "vet-cel", &[expr]).unwrap();
             assert!(validation(&out).passed, "{expr}: {:?}", out.validation);
         }
-        let out = vet(
-            &docs,
-            "vet-cel",
-            &["r.kind != 'Deployment' || r.spec.replicas >= 5"],
-        )
-        .unwrap();
+        let out = vet(&docs, "vet-cel", &["r.kind != 'Deployment' || r.spec.replicas >= 5"]).unwrap();
         let v = validation(&out);
         assert!(!v.passed);
         assert_eq!(v.failed_attributes.len(), 1);
@@ -293,11 +260,7 @@ mod tests {
         assert_eq!(f.resource, "Deployment/web");
         assert_eq!(f.value, json!(false));
         assert!(f.message.contains("is false"), "{}", f.message);
-        assert!(
-            v.details[0].contains("fails for 1 of 4 resource(s): Deployment/web"),
-            "{:?}",
-            v.details
-        );
+        assert!(v.details[0].contains("fails for 1 of 4 resource(s): Deployment/web"), "{:?}", v.details);
     }
 
     #[test]
@@ -306,20 +269,9 @@ mod tests {
         let v = validation(&out);
         assert!(!v.passed);
         // Namespace and ConfigMap have no spec; the Service has no replicas.
-        let names: Vec<&str> = v
-            .failed_attributes
-            .iter()
-            .map(|f| f.resource.as_str())
-            .collect();
-        assert_eq!(
-            names,
-            ["Namespace/shop", "Service/web", "ConfigMap/web-config"]
-        );
-        assert!(
-            v.failed_attributes
-                .iter()
-                .all(|f| f.message.contains("could not be evaluated"))
-        );
+        let names: Vec<&str> = v.failed_attributes.iter().map(|f| f.resource.as_str()).collect();
+        assert_eq!(names, ["Namespace/shop", "Service/web", "ConfigMap/web-config"]);
+        assert!(v.failed_attributes.iter().all(|f| f.message.contains("could not be evaluated")));
     }
 
     #[test]
@@ -330,9 +282,7 @@ mod tests {
         assert_eq!(v.failed_attributes.len(), 4);
         assert_eq!(v.failed_attributes[1].value, json!("web"));
         assert!(
-            v.failed_attributes[1]
-                .message
-                .contains("returned a string instead of a bool"),
+            v.failed_attributes[1].message.contains("returned a string instead of a bool"),
             "{}",
             v.failed_attributes[1].message
         );
@@ -349,29 +299,18 @@ mod tests {
     fn vet_cel_compile_error_is_a_bad_argument() {
         let err = vet(&stream(), "vet-cel", &["r.spec.replicas >= "]).unwrap_err();
         match &err {
-            InvokeError::BadArgument {
-                function,
-                parameter,
-                value,
-                reason,
-            } => {
+            InvokeError::BadArgument { function, parameter, value, reason } => {
                 assert_eq!(function, "vet-cel");
                 assert_eq!(parameter, "expression");
                 assert_eq!(value, "r.spec.replicas >= ");
-                assert!(
-                    reason.starts_with("is not a valid CEL expression"),
-                    "{reason}"
-                );
+                assert!(reason.starts_with("is not a valid CEL expression"), "{reason}");
             }
             other => panic!("unexpected {other:?}"),
         }
         assert!(!err.to_string().contains('\n'));
         for bad in ["", "((((", "r.", "'unterminated"] {
             let err = vet(&stream(), "vet-cel", &[bad]).unwrap_err();
-            assert!(
-                matches!(err, InvokeError::BadArgument { .. }),
-                "{bad}: {err}"
-            );
+            assert!(matches!(err, InvokeError::BadArgument { .. }), "{bad}: {err}");
         }
         // Runtime errors fail the resources instead.
         let out = vet(&stream(), "vet-cel", &["1 / 0 == 1"]).unwrap();
@@ -392,17 +331,13 @@ mod tests {
     fn vet_placeholders_passes_on_clean_stream() {
         let out = vet(&stream(), "vet-placeholders", &[]).unwrap();
         assert!(validation(&out).passed);
-        assert_eq!(
-            validation(&out).details,
-            ["vet-placeholders: no placeholders found"]
-        );
+        assert_eq!(validation(&out).details, ["vet-placeholders: no placeholders found"]);
     }
 
     #[test]
     fn vet_placeholders_finds_nested_paths() {
         let mut docs = stream();
-        docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] =
-            json!("confighubplaceholder");
+        docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] = json!("confighubplaceholder");
         docs[1]["spec"]["replicas"] = json!(999999999);
         docs[3]["data"]["db.host"] = json!("confighubplaceholder");
         docs[3]["data"]["note"] = json!("not a confighubplaceholder");
@@ -410,25 +345,14 @@ mod tests {
         assert!(!out.changed);
         let v = validation(&out);
         assert!(!v.passed);
-        let found: Vec<(&str, &str, &Value)> = v
-            .failed_attributes
-            .iter()
-            .map(|f| (f.resource.as_str(), f.path.as_str(), &f.value))
-            .collect();
+        let found: Vec<(&str, &str, &Value)> =
+            v.failed_attributes.iter().map(|f| (f.resource.as_str(), f.path.as_str(), &f.value)).collect();
         assert_eq!(
             found,
             [
                 ("Deployment/web", "spec.replicas", &json!(999999999)),
-                (
-                    "Deployment/web",
-                    "spec.template.spec.containers.0.image",
-                    &json!("confighubplaceholder")
-                ),
-                (
-                    "ConfigMap/web-config",
-                    "data.db\\.host",
-                    &json!("confighubplaceholder")
-                ),
+                ("Deployment/web", "spec.template.spec.containers.0.image", &json!("confighubplaceholder")),
+                ("ConfigMap/web-config", "data.db\\.host", &json!("confighubplaceholder")),
             ]
         );
         assert!(v.details[0].contains("3 placeholder"), "{:?}", v.details);
@@ -437,14 +361,10 @@ mod tests {
     #[test]
     fn invoke_all_runs_mutators_first_and_combines_results() {
         let mut docs = stream();
-        docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] =
-            json!("confighubplaceholder");
+        docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] = json!("confighubplaceholder");
         let calls = vec![
             FunctionCall::new("vet-placeholders", Vec::<String>::new()),
-            FunctionCall::new(
-                "vet-cel",
-                ["r.kind != 'Deployment' || r.spec.replicas >= 4"],
-            ),
+            FunctionCall::new("vet-cel", ["r.kind != 'Deployment' || r.spec.replicas >= 4"]),
             FunctionCall::new("set-image", ["web", "shop/web:2.0"]),
             FunctionCall::new("set-replicas", ["4"]),
         ];
@@ -462,25 +382,17 @@ mod tests {
         // One failing validator fails the combination; failures are concatenated.
         let calls = vec![
             FunctionCall::new("vet-placeholders", Vec::<String>::new()),
-            FunctionCall::new(
-                "vet-cel",
-                ["r.kind != 'Deployment' || r.spec.replicas >= 4"],
-            ),
+            FunctionCall::new("vet-cel", ["r.kind != 'Deployment' || r.spec.replicas >= 4"]),
             FunctionCall::new("set-replicas", ["4"]),
         ];
         let out = reg.invoke_all(&docs, &calls).unwrap();
         let v = validation(&out);
         assert!(!v.passed);
         assert_eq!(v.failed_attributes.len(), 1);
-        assert_eq!(
-            v.failed_attributes[0].path,
-            "spec.template.spec.containers.0.image"
-        );
+        assert_eq!(v.failed_attributes[0].path, "spec.template.spec.containers.0.image");
 
         // Only mutators: no validation; nothing changed when they are no-ops.
-        let out = reg
-            .invoke_all(&docs, &[FunctionCall::new("set-replicas", ["3"])])
-            .unwrap();
+        let out = reg.invoke_all(&docs, &[FunctionCall::new("set-replicas", ["3"])]).unwrap();
         assert!(!out.changed);
         assert!(out.validation.is_none());
         assert_eq!(out.documents, docs);
@@ -495,13 +407,8 @@ mod tests {
                 arguments: vec![Argument::named("expr", "true")],
             },
         ];
-        let err = Registry::builtin()
-            .invoke_all(&stream(), &calls)
-            .unwrap_err();
-        assert!(
-            err.to_string().contains("parameter 'expr' is unknown"),
-            "{err}"
-        );
+        let err = Registry::builtin().invoke_all(&stream(), &calls).unwrap_err();
+        assert!(err.to_string().contains("parameter 'expr' is unknown"), "{err}");
         let err = Registry::builtin()
             .invoke_all(&stream(), &[FunctionCall::new("vet-cell", ["true"])])
             .unwrap_err();

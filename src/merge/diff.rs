@@ -81,18 +81,11 @@ pub fn stream_keys(docs: &[Value]) -> Vec<ResourceKey> {
 #[serde(tag = "Op", rename_all_fields = "PascalCase")]
 pub enum PatchOp {
     /// Set (or replace) the value at `path`, creating intermediate objects.
-    Set {
-        resource: ResourceKey,
-        path: Path,
-        value: Value,
-    },
+    Set { resource: ResourceKey, path: Path, value: Value },
     /// Remove the value at `path` (nothing to do if absent).
     Remove { resource: ResourceKey, path: Path },
     /// Add a document (appended), or replace the document that has this key.
-    AddDocument {
-        resource: ResourceKey,
-        document: Value,
-    },
+    AddDocument { resource: ResourceKey, document: Value },
     /// Remove the document with this key.
     RemoveDocument { resource: ResourceKey },
 }
@@ -120,11 +113,7 @@ impl PatchOp {
 impl fmt::Display for PatchOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PatchOp::Set {
-                resource,
-                path,
-                value,
-            } => write!(f, "set {resource} {path} = {value}"),
+            PatchOp::Set { resource, path, value } => write!(f, "set {resource} {path} = {value}"),
             PatchOp::Remove { resource, path } => write!(f, "remove {resource} {path}"),
             PatchOp::AddDocument { resource, .. } => write!(f, "add document {resource}"),
             PatchOp::RemoveDocument { resource } => write!(f, "remove document {resource}"),
@@ -164,41 +153,22 @@ pub fn diff(old: &[Value], new: &[Value]) -> Patch {
                 let mut changes = Vec::new();
                 diff_value(&old[i], new_doc, &Path::root(), &mut changes);
                 ops.extend(changes.into_iter().map(|(path, value)| match value {
-                    Some(value) => PatchOp::Set {
-                        resource: key.clone(),
-                        path,
-                        value,
-                    },
-                    None => PatchOp::Remove {
-                        resource: key.clone(),
-                        path,
-                    },
+                    Some(value) => PatchOp::Set { resource: key.clone(), path, value },
+                    None => PatchOp::Remove { resource: key.clone(), path },
                 }));
             }
-            None => ops.push(PatchOp::AddDocument {
-                resource: key.clone(),
-                document: new_doc.clone(),
-            }),
+            None => ops.push(PatchOp::AddDocument { resource: key.clone(), document: new_doc.clone() }),
         }
     }
     let removed = old_keys.iter().filter(|key| !new_keys.contains(key));
-    ops.extend(removed.map(|key| PatchOp::RemoveDocument {
-        resource: key.clone(),
-    }));
+    ops.extend(removed.map(|key| PatchOp::RemoveDocument { resource: key.clone() }));
     Patch { ops }
 }
 
 /// The paths `diff(old, new)` writes (root path for added and removed documents): what
 /// `unit update --protect` marks as protected.
 pub fn changed_paths(old: &[Value], new: &[Value]) -> Vec<ProtectedPath> {
-    diff(old, new)
-        .ops
-        .iter()
-        .map(|op| ProtectedPath {
-            resource: op.resource().clone(),
-            path: op.path(),
-        })
-        .collect()
+    diff(old, new).ops.iter().map(|op| ProtectedPath::new(op.resource().clone(), op.path())).collect()
 }
 
 /// `(path, Some(value))` = set, `(path, None)` = remove.
@@ -221,9 +191,7 @@ fn diff_value(old: &Value, new: &Value, path: &Path, out: &mut Vec<Change>) {
                 out.push((path.child(Segment::key(key.as_str())), None));
             }
         }
-        (Value::Array(old_items), Value::Array(new_items)) => {
-            diff_array(old_items, new_items, path, out)
-        }
+        (Value::Array(old_items), Value::Array(new_items)) => diff_array(old_items, new_items, path, out),
         _ => out.push((path.clone(), Some(new.clone()))),
     }
 }
@@ -231,10 +199,8 @@ fn diff_value(old: &Value, new: &Value, path: &Path, out: &mut Vec<Change>) {
 /// The `name`s of an array whose every element is an object with a string `name`, all
 /// distinct (k8s containers, env, ports, volumes); `None` for any other array.
 fn element_names(items: &[Value]) -> Option<Vec<&str>> {
-    let names: Vec<&str> = items
-        .iter()
-        .map(|item| item.get("name").and_then(Value::as_str))
-        .collect::<Option<_>>()?;
+    let names: Vec<&str> =
+        items.iter().map(|item| item.get("name").and_then(Value::as_str)).collect::<Option<_>>()?;
     let distinct: HashSet<&str> = names.iter().copied().collect();
     (distinct.len() == names.len()).then_some(names)
 }
@@ -247,11 +213,7 @@ fn element_names(items: &[Value]) -> Option<Vec<&str>> {
 /// Other arrays: same length → compared index by index; different lengths → whole array Set.
 fn diff_array(old: &[Value], new: &[Value], path: &Path, out: &mut Vec<Change>) {
     if let (Some(old_names), Some(new_names)) = (element_names(old), element_names(new)) {
-        let common: Vec<&str> = old_names
-            .iter()
-            .copied()
-            .filter(|name| new_names.contains(name))
-            .collect();
+        let common: Vec<&str> = old_names.iter().copied().filter(|name| new_names.contains(name)).collect();
         if new_names[..common.len()] != common[..] {
             out.push((path.clone(), Some(Value::Array(new.to_vec()))));
             return;
@@ -285,28 +247,18 @@ mod tests {
     }
 
     fn set(resource: &str, path: &str, value: Value) -> PatchOp {
-        PatchOp::Set {
-            resource: key(resource),
-            path: Path::parse(path).unwrap(),
-            value,
-        }
+        PatchOp::Set { resource: key(resource), path: Path::parse(path).unwrap(), value }
     }
 
     fn remove(resource: &str, path: &str) -> PatchOp {
-        PatchOp::Remove {
-            resource: key(resource),
-            path: Path::parse(path).unwrap(),
-        }
+        PatchOp::Remove { resource: key(resource), path: Path::parse(path).unwrap() }
     }
 
     #[test]
     fn resource_keys() {
         let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web", "namespace": "default"}});
-        assert_eq!(
-            resource_key(&deployment, 3).to_string(),
-            "apps/v1/Deployment/default/web"
-        );
+        assert_eq!(resource_key(&deployment, 3).to_string(), "apps/v1/Deployment/default/web");
         let bare = json!({"kind": "Namespace", "metadata": {"name": "prod"}});
         assert_eq!(resource_key(&bare, 0).as_str(), "/Namespace//prod");
         assert_eq!(resource_key(&json!({"kind": "X"}), 2).as_str(), "#2");
@@ -318,10 +270,7 @@ mod tests {
 
     #[test]
     fn identical_streams_have_an_empty_diff() {
-        let docs = [
-            json!({"kind": "A", "metadata": {"name": "a"}, "x": [1, {"y": 2}]}),
-            json!(3),
-        ];
+        let docs = [json!({"kind": "A", "metadata": {"name": "a"}, "x": [1, {"y": 2}]}), json!(3)];
         assert!(diff(&docs, &docs).is_empty());
         assert!(diff(&[], &[]).is_empty());
     }
@@ -357,14 +306,10 @@ mod tests {
 
     #[test]
     fn named_arrays_match_by_name() {
-        let old = [
-            json!({"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"},
-            {"name": "C", "value": "3"}]}),
-        ];
-        let new = [
-            json!({"env": [{"name": "A", "value": "1"}, {"name": "C", "value": "9"},
-            {"name": "D", "value": "4"}]}),
-        ];
+        let old = [json!({"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"},
+            {"name": "C", "value": "3"}]})];
+        let new = [json!({"env": [{"name": "A", "value": "1"}, {"name": "C", "value": "9"},
+            {"name": "D", "value": "4"}]})];
         assert_eq!(
             diff(&old, &new).ops,
             [
@@ -378,10 +323,7 @@ mod tests {
     #[test]
     fn named_arrays_reordered_or_inserted_before_are_set_whole() {
         let old = [json!({"env": [{"name": "A"}, {"name": "B"}]})];
-        for new_env in [
-            json!([{"name": "B"}, {"name": "A"}]),
-            json!([{"name": "Z"}, {"name": "A"}]),
-        ] {
+        for new_env in [json!([{"name": "B"}, {"name": "A"}]), json!([{"name": "Z"}, {"name": "A"}])] {
             let new = [json!({ "env": new_env })];
             assert_eq!(diff(&old, &new).ops, [set("#0", "env", new_env.clone())]);
         }
@@ -403,19 +345,12 @@ mod tests {
         assert_eq!(
             patch.ops,
             [
-                PatchOp::AddDocument {
-                    resource: key("v1/Secret//c"),
-                    document: c
-                },
-                PatchOp::RemoveDocument {
-                    resource: key("v1/ConfigMap//b")
-                },
+                PatchOp::AddDocument { resource: key("v1/Secret//c"), document: c },
+                PatchOp::RemoveDocument { resource: key("v1/ConfigMap//b") },
             ]
         );
-        let paths: Vec<String> = changed_paths(&[b], &[])
-            .iter()
-            .map(|p| format!("{} {}", p.resource, p.path))
-            .collect();
+        let paths: Vec<String> =
+            changed_paths(&[b], &[]).iter().map(|p| format!("{} {}", p.resource, p.path)).collect();
         assert_eq!(paths, ["v1/ConfigMap//b "]);
     }
 
@@ -423,21 +358,14 @@ mod tests {
     fn changed_paths_lists_every_written_path() {
         let old = [json!({"spec": {"replicas": 2, "paused": true}})];
         let new = [json!({"spec": {"replicas": 5}}), json!("extra")];
-        let paths: Vec<String> = changed_paths(&old, &new)
-            .iter()
-            .map(|p| format!("{} {}", p.resource, p.path))
-            .collect();
+        let paths: Vec<String> =
+            changed_paths(&old, &new).iter().map(|p| format!("{} {}", p.resource, p.path)).collect();
         assert_eq!(paths, ["#0 spec.replicas", "#0 spec.paused", "#1 "]);
     }
 
     #[test]
     fn patch_serde_shape() {
-        let patch = Patch {
-            ops: vec![
-                set("#0", "a.?name=x", json!({"name": "x"})),
-                remove("#0", "b"),
-            ],
-        };
+        let patch = Patch { ops: vec![set("#0", "a.?name=x", json!({"name": "x"})), remove("#0", "b")] };
         let json = serde_json::to_value(&patch).unwrap();
         assert_eq!(
             json,

@@ -25,20 +25,11 @@ pub enum MergeError {
     #[error("invalid path {path:?}: {reason}")]
     InvalidPath { path: String, reason: String },
     #[error("cannot write {path:?}: {at} is {found}, expected {expected}")]
-    TypeMismatch {
-        path: String,
-        at: String,
-        found: &'static str,
-        expected: &'static str,
-    },
+    TypeMismatch { path: String, at: String, found: &'static str, expected: &'static str },
     #[error("cannot write {path:?}: {at} does not exist")]
     Unresolved { path: String, at: String },
     #[error("cannot write {path:?}: the value must be an object whose {field:?} is {value:?}")]
-    MatchValue {
-        path: String,
-        field: String,
-        value: String,
-    },
+    MatchValue { path: String, field: String, value: String },
     #[error("cannot remove {path:?}: a whole document is removed with RemoveDocument")]
     RemoveRoot { path: String },
 }
@@ -61,10 +52,7 @@ impl Segment {
 
     /// `?name=<value>`: the element of a k8s-style named list.
     pub fn named(value: impl Into<String>) -> Self {
-        Segment::Match {
-            field: "name".to_owned(),
-            value: value.into(),
-        }
+        Segment::Match { field: "name".to_owned(), value: value.into() }
     }
 }
 
@@ -87,10 +75,7 @@ impl Path {
         if text.is_empty() {
             return Ok(Path::root());
         }
-        text.split('.')
-            .map(|raw| parse_segment(raw, text))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Path::new)
+        text.split('.').map(|raw| parse_segment(raw, text)).collect::<Result<Vec<_>, _>>().map(Path::new)
     }
 
     pub fn segments(&self) -> &[Segment] {
@@ -115,24 +100,19 @@ impl Path {
 
     /// `self` relative to `prefix`, when `prefix.is_prefix_of(self)`.
     pub fn strip_prefix(&self, prefix: &Path) -> Option<Path> {
-        self.segments
-            .strip_prefix(prefix.segments.as_slice())
-            .map(|rest| Path::new(rest.to_vec()))
+        self.segments.strip_prefix(prefix.segments.as_slice()).map(|rest| Path::new(rest.to_vec()))
     }
 }
 
 fn parse_segment(raw: &str, whole: &str) -> Result<Segment, MergeError> {
-    let invalid = |reason: &str| MergeError::InvalidPath {
-        path: whole.to_owned(),
-        reason: reason.to_owned(),
-    };
+    let invalid =
+        |reason: &str| MergeError::InvalidPath { path: whole.to_owned(), reason: reason.to_owned() };
     if let Some(rest) = raw.strip_prefix("~2") {
         return Ok(Segment::Key(unescape(rest, whole)?));
     }
     if let Some(body) = raw.strip_prefix('?') {
-        let (field, value) = body
-            .split_once('=')
-            .ok_or_else(|| invalid("a `?` segment needs the form ?field=value"))?;
+        let (field, value) =
+            body.split_once('=').ok_or_else(|| invalid("a `?` segment needs the form ?field=value"))?;
         let field = unescape(field, whole)?;
         if field.is_empty() {
             return Err(invalid("empty field in a `?field=value` segment"));
@@ -144,10 +124,7 @@ fn parse_segment(raw: &str, whole: &str) -> Result<Segment, MergeError> {
         return Err(invalid("empty segment (write an empty key as ~2)"));
     }
     if raw.bytes().all(|b| b.is_ascii_digit()) {
-        return raw
-            .parse()
-            .map(Segment::Index)
-            .map_err(|_| invalid("array index out of range"));
+        return raw.parse().map(Segment::Index).map_err(|_| invalid("array index out of range"));
     }
     Ok(Segment::Key(unescape(raw, whole)?))
 }
@@ -167,8 +144,7 @@ fn unescape(raw: &str, whole: &str) -> Result<String, MergeError> {
             _ => {
                 return Err(MergeError::InvalidPath {
                     path: whole.to_owned(),
-                    reason: "`~` must be followed by 0, 1 or 3 (or 2 at a segment's start)"
-                        .to_owned(),
+                    reason: "`~` must be followed by 0, 1 or 3 (or 2 at a segment's start)".to_owned(),
                 });
             }
         }
@@ -192,8 +168,7 @@ impl fmt::Display for Segment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Segment::Key(key) => {
-                if key.is_empty() || key.bytes().all(|b| b.is_ascii_digit()) || key.starts_with('?')
-                {
+                if key.is_empty() || key.bytes().all(|b| b.is_ascii_digit()) || key.starts_with('?') {
                     f.write_str("~2")?;
                 }
                 escape(f, key, false)
@@ -298,10 +273,7 @@ fn describe(path: &Path, depth: usize) -> String {
 }
 
 fn unresolved(path: &Path, depth: usize) -> MergeError {
-    MergeError::Unresolved {
-        path: path.to_string(),
-        at: describe(path, depth),
-    }
+    MergeError::Unresolved { path: path.to_string(), at: describe(path, depth) }
 }
 
 /// Sets (or replaces) the value at `path`; the root path replaces the whole document.
@@ -324,11 +296,7 @@ fn set_at(cur: &mut Value, path: &Path, depth: usize, value: Value) -> Result<()
     let last = depth + 1 == path.segments.len();
     // Creating objects only when every remaining segment is a key makes creation infallible,
     // which keeps `set_path` atomic.
-    let creatable = |from: usize| {
-        path.segments[from..]
-            .iter()
-            .all(|s| matches!(s, Segment::Key(_)))
-    };
+    let creatable = |from: usize| path.segments[from..].iter().all(|s| matches!(s, Segment::Key(_)));
     if cur.is_null() && creatable(depth) {
         *cur = Value::Object(Map::new());
     }
@@ -347,9 +315,7 @@ fn set_at(cur: &mut Value, path: &Path, depth: usize, value: Value) -> Result<()
         (Segment::Key(key), Value::Object(map)) => {
             let child = match map.entry(key.clone()) {
                 Entry::Occupied(entry) => entry.into_mut(),
-                Entry::Vacant(entry) if creatable(depth + 1) => {
-                    entry.insert(Value::Object(Map::new()))
-                }
+                Entry::Vacant(entry) if creatable(depth + 1) => entry.insert(Value::Object(Map::new())),
                 Entry::Vacant(_) => return Err(unresolved(path, depth + 1)),
             };
             set_at(child, path, depth + 1, value)
@@ -359,13 +325,7 @@ fn set_at(cur: &mut Value, path: &Path, depth: usize, value: Value) -> Result<()
             Some(child) => set_at(child, path, depth + 1, value),
             None => Err(unresolved(path, depth + 1)),
         },
-        (
-            Segment::Match {
-                field,
-                value: wanted,
-            },
-            Value::Array(items),
-        ) => {
+        (Segment::Match { field, value: wanted }, Value::Array(items)) => {
             if last && !element_matches(&value, field, wanted) {
                 return Err(MergeError::MatchValue {
                     path: path.to_string(),
@@ -391,22 +351,17 @@ fn set_at(cur: &mut Value, path: &Path, depth: usize, value: Value) -> Result<()
 /// The root path is an error (a document is removed as a whole by `RemoveDocument`).
 pub fn remove_path(doc: &mut Value, path: &Path) -> Result<Option<Value>, MergeError> {
     let Some((last, parents)) = path.segments.split_last() else {
-        return Err(MergeError::RemoveRoot {
-            path: path.to_string(),
-        });
+        return Err(MergeError::RemoveRoot { path: path.to_string() });
     };
     let Some(parent) = parents.iter().try_fold(doc, child_mut) else {
         return Ok(None);
     };
     Ok(match (last, parent) {
         (Segment::Key(key), Value::Object(map)) => map.shift_remove(key),
-        (Segment::Index(index), Value::Array(items)) if *index < items.len() => {
-            Some(items.remove(*index))
+        (Segment::Index(index), Value::Array(items)) if *index < items.len() => Some(items.remove(*index)),
+        (Segment::Match { field, value }, Value::Array(items)) => {
+            items.iter().position(|e| element_matches(e, field, value)).map(|index| items.remove(index))
         }
-        (Segment::Match { field, value }, Value::Array(items)) => items
-            .iter()
-            .position(|e| element_matches(e, field, value))
-            .map(|index| items.remove(index)),
         _ => None,
     })
 }
@@ -452,10 +407,7 @@ mod tests {
         let path = p("spec.template.spec.containers.?name=web.image");
         assert_eq!(path.segments()[3], Segment::key("containers"));
         assert_eq!(path.segments()[4], Segment::named("web"));
-        assert_eq!(
-            path.to_string(),
-            "spec.template.spec.containers.?name=web.image"
-        );
+        assert_eq!(path.to_string(), "spec.template.spec.containers.?name=web.image");
         assert_eq!(p("a.0").segments()[1], Segment::Index(0));
         assert!(p("").is_root());
         assert_eq!(Path::root().to_string(), "");
@@ -469,10 +421,7 @@ mod tests {
             Segment::key("0"),
             Segment::key(""),
             Segment::key("?x"),
-            Segment::Match {
-                field: "a=b.c".into(),
-                value: "x=y.z~".into(),
-            },
+            Segment::Match { field: "a=b.c".into(), value: "x=y.z~".into() },
         ]);
         let text = path.to_string();
         assert_eq!(text, "example~1com/team.a~0b.~20.~2.~2?x.?a~3b~1c=x=y~1z~0");
@@ -481,16 +430,7 @@ mod tests {
 
     #[test]
     fn rejects_malformed_paths_naming_them() {
-        for bad in [
-            "a..b",
-            "a.",
-            "?name",
-            "?=x",
-            "a~",
-            "a~9",
-            "a~2b",
-            "99999999999999999999999",
-        ] {
+        for bad in ["a..b", "a.", "?name", "?=x", "a~", "a~9", "a~2b", "99999999999999999999999"] {
             let err = Path::parse(bad).unwrap_err();
             assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
         }
@@ -511,10 +451,7 @@ mod tests {
     fn serde_uses_text_form() {
         let path = p("a.?name=x.0");
         assert_eq!(serde_json::to_value(&path).unwrap(), json!("a.?name=x.0"));
-        assert_eq!(
-            serde_json::from_value::<Path>(json!("a.?name=x.0")).unwrap(),
-            path
-        );
+        assert_eq!(serde_json::from_value::<Path>(json!("a.?name=x.0")).unwrap(), path);
         assert!(serde_json::from_value::<Path>(json!("a..b")).is_err());
     }
 
@@ -546,16 +483,8 @@ mod tests {
     fn set_into_named_element_replaces_or_appends() {
         let mut doc = json!({"env": [{"name": "A", "value": "1"}]});
         set_path(&mut doc, &p("env.?name=A.value"), json!("2")).unwrap();
-        set_path(
-            &mut doc,
-            &p("env.?name=B"),
-            json!({"name": "B", "value": "3"}),
-        )
-        .unwrap();
-        assert_eq!(
-            doc,
-            json!({"env": [{"name": "A", "value": "2"}, {"name": "B", "value": "3"}]})
-        );
+        set_path(&mut doc, &p("env.?name=B"), json!({"name": "B", "value": "3"})).unwrap();
+        assert_eq!(doc, json!({"env": [{"name": "A", "value": "2"}, {"name": "B", "value": "3"}]}));
         let err = set_path(&mut doc, &p("env.?name=C"), json!({"name": "D"})).unwrap_err();
         assert!(matches!(err, MergeError::MatchValue { .. }));
     }
@@ -585,31 +514,19 @@ mod tests {
     fn remove_keeps_key_order_and_ignores_missing() {
         let mut doc = json!({"a": 1, "b": 2, "c": 3, "l": [{"name": "x"}, {"name": "y"}]});
         assert_eq!(remove_path(&mut doc, &p("a")).unwrap(), Some(json!(1)));
-        assert_eq!(
-            remove_path(&mut doc, &p("l.?name=x")).unwrap(),
-            Some(json!({"name": "x"}))
-        );
+        assert_eq!(remove_path(&mut doc, &p("l.?name=x")).unwrap(), Some(json!({"name": "x"})));
         assert_eq!(remove_path(&mut doc, &p("zz.y")).unwrap(), None);
         assert_eq!(remove_path(&mut doc, &p("l.7")).unwrap(), None);
         let keys: Vec<_> = doc.as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["b", "c", "l"]);
-        assert!(matches!(
-            remove_path(&mut doc, &Path::root()),
-            Err(MergeError::RemoveRoot { .. })
-        ));
+        assert!(matches!(remove_path(&mut doc, &Path::root()), Err(MergeError::RemoveRoot { .. })));
     }
 
     #[test]
     fn resolve_turns_matches_into_indices() {
         let doc = json!({"c": [{"name": "a"}, {"name": "b", "x": [{"name": "q"}]}]});
-        assert_eq!(
-            resolve_in(&doc, &p("c.?name=b.x.?name=q.v")),
-            p("c.1.x.0.v")
-        );
-        assert_eq!(
-            resolve_in(&doc, &p("c.?name=z.x.?name=q")),
-            p("c.?name=z.x.?name=q")
-        );
+        assert_eq!(resolve_in(&doc, &p("c.?name=b.x.?name=q.v")), p("c.1.x.0.v"));
+        assert_eq!(resolve_in(&doc, &p("c.?name=z.x.?name=q")), p("c.?name=z.x.?name=q"));
     }
 
     fn segment() -> impl Strategy<Value = Segment> {

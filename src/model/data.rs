@@ -12,8 +12,7 @@ pub struct DataError(pub String);
 /// Parses a YAML document stream (documents separated by `---`). Empty documents are dropped.
 /// Duplicate keys are refused.
 pub fn parse_stream(yaml: &str) -> Result<Vec<Value>, DataError> {
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(yaml).map_err(|e| DataError(e.to_string()))?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).map_err(|e| DataError(e.to_string()))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 

@@ -280,11 +280,7 @@ impl FromStr for UpdateType {
         match s {
             "UpgradeUnit" => Ok(Self::UpgradeUnit),
             "MergeUnits" => Ok(Self::MergeUnits),
-            _ => Err(InvalidField::new(
-                "UpdateType",
-                s,
-                "expected UpgradeUnit or MergeUnits",
-            )),
+            _ => Err(InvalidField::new("UpdateType", s, "expected UpgradeUnit or MergeUnits")),
         }
     }
 }
@@ -414,11 +410,7 @@ impl FromStr for Permission {
             "edit" => Ok(Self::Edit),
             "approve" => Ok(Self::Approve),
             "manage" => Ok(Self::Manage),
-            _ => Err(InvalidField::new(
-                "Permission",
-                s,
-                "expected View, Edit, Approve or Manage",
-            )),
+            _ => Err(InvalidField::new("Permission", s, "expected View, Edit, Approve or Manage")),
         }
     }
 }
@@ -456,11 +448,7 @@ impl User {
         if self.Admin {
             return Some(Permission::Manage);
         }
-        self.Grants
-            .iter()
-            .filter(|g| g.SpaceID.is_none_or(|s| s == space))
-            .map(|g| g.Permission)
-            .max()
+        self.Grants.iter().filter(|g| g.SpaceID.is_none_or(|s| s == space)).map(|g| g.Permission).max()
     }
 }
 
@@ -486,10 +474,7 @@ mod tests {
             Slug: Slug::parse("ann").unwrap(),
             DisplayName: "ann".into(),
             Admin: false,
-            Grants: vec![Grant {
-                SpaceID: Some(space),
-                Permission: Permission::Approve,
-            }],
+            Grants: vec![Grant { SpaceID: Some(space), Permission: Permission::Approve }],
             Version: 1,
             CreatedAt: Utc::now(),
             UpdatedAt: Utc::now(),
@@ -497,19 +482,13 @@ mod tests {
         assert_eq!(u.permission_on(space), Some(Permission::Approve));
         assert!(u.permission_on(space) >= Some(Permission::Edit));
         assert_eq!(u.permission_on(Uuid::new_v4()), None);
-        u.Grants.push(Grant {
-            SpaceID: None,
-            Permission: Permission::View,
-        });
+        u.Grants.push(Grant { SpaceID: None, Permission: Permission::View });
         assert_eq!(u.permission_on(Uuid::new_v4()), Some(Permission::View));
     }
 
     #[test]
     fn toolchain_parse() {
-        assert_eq!(
-            "Deckhand/YAML".parse::<ToolchainType>().unwrap(),
-            ToolchainType::DeckhandYaml
-        );
+        assert_eq!("Deckhand/YAML".parse::<ToolchainType>().unwrap(), ToolchainType::DeckhandYaml);
         let e = "Helm".parse::<ToolchainType>().unwrap_err();
         assert_eq!(e.field, "ToolchainType");
     }

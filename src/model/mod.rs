@@ -4,10 +4,12 @@
 //! Everything here is plain data plus validating constructors. No I/O: the store persists these
 //! values, the API serializes them, the planners compute new ones from old ones.
 
+mod changeorder;
 mod data;
 mod entities;
 mod names;
 
+pub use changeorder::*;
 pub use data::{DataError, data_hash, parse_stream, render_stream};
 pub use entities::*;
 pub use names::{Labels, Slug, validate_labels};
@@ -24,15 +26,7 @@ pub struct InvalidField {
 }
 
 impl InvalidField {
-    pub fn new(
-        field: impl Into<String>,
-        value: impl Into<String>,
-        reason: impl Into<String>,
-    ) -> Self {
-        Self {
-            field: field.into(),
-            value: value.into(),
-            reason: reason.into(),
-        }
+    pub fn new(field: impl Into<String>, value: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { field: field.into(), value: value.into(), reason: reason.into() }
     }
 }

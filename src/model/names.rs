@@ -37,13 +37,8 @@ impl Slug {
         if !alnum(&chars[0]) || !alnum(chars.last().expect("non-empty")) {
             return bad("must start and end with a letter or digit");
         }
-        if let Some(c) = chars
-            .iter()
-            .find(|c| !(c.is_ascii_alphanumeric() || **c == '-' || **c == '_'))
-        {
-            return bad(&format!(
-                "may contain only letters, digits, '-' and '_' (found '{c}')"
-            ));
+        if let Some(c) = chars.iter().find(|c| !(c.is_ascii_alphanumeric() || **c == '-' || **c == '_')) {
+            return bad(&format!("may contain only letters, digits, '-' and '_' (found '{c}')"));
         }
         Ok(Slug(s.to_string()))
     }
@@ -76,9 +71,7 @@ impl fmt::Display for Slug {
 /// `field` is `Labels` or `Annotations`; annotation values are capped at 1024 bytes.
 pub fn validate_labels(field: &str, labels: &Labels) -> Result<(), InvalidField> {
     for (k, v) in labels {
-        let ok_inner = k
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+        let ok_inner = k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
         let ends = k.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
             && k.chars().last().is_some_and(|c| c.is_ascii_alphanumeric());
         if k.is_empty() || k.len() > MAX_NAME || !ok_inner || !ends {
@@ -96,11 +89,7 @@ pub fn validate_labels(field: &str, labels: &Labels) -> Result<(), InvalidField>
             ));
         }
         if v.len() > MAX_ANNOTATION_VALUE {
-            return Err(InvalidField::new(
-                format!("{field}.{k}"),
-                v,
-                "values are at most 1024 bytes",
-            ));
+            return Err(InvalidField::new(format!("{field}.{k}"), v, "values are at most 1024 bytes"));
         }
     }
     Ok(())

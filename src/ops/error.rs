@@ -11,26 +11,14 @@ pub enum OpError {
     Invalid(#[from] InvalidField),
     /// Well-formed input the current state refuses (HTTP 422).
     #[error("{reason}")]
-    Unprocessable {
-        field: String,
-        value: String,
-        reason: String,
-    },
+    Unprocessable { field: String, value: String, reason: String },
     #[error("{kind} '{key}' not found")]
     NotFound { kind: &'static str, key: String },
     /// Slug taken, stale Version, concurrent writer (HTTP 409).
     #[error("{message}")]
-    Conflict {
-        field: String,
-        value: String,
-        message: String,
-    },
+    Conflict { field: String, value: String, message: String },
     #[error("user '{user}' needs {permission:?} permission on space '{space}'")]
-    Forbidden {
-        user: String,
-        permission: Permission,
-        space: String,
-    },
+    Forbidden { user: String, permission: Permission, space: String },
     #[error("admin permission required")]
     AdminOnly,
     #[error("missing or invalid bearer token")]
@@ -40,11 +28,7 @@ pub enum OpError {
 }
 
 impl OpError {
-    pub fn invalid(
-        field: impl Into<String>,
-        value: impl Into<String>,
-        reason: impl Into<String>,
-    ) -> Self {
+    pub fn invalid(field: impl Into<String>, value: impl Into<String>, reason: impl Into<String>) -> Self {
         OpError::Invalid(InvalidField::new(field, value, reason))
     }
 
@@ -53,19 +37,16 @@ impl OpError {
         value: impl Into<String>,
         reason: impl Into<String>,
     ) -> Self {
-        OpError::Unprocessable {
-            field: field.into(),
-            value: value.into(),
-            reason: reason.into(),
-        }
+        OpError::Unprocessable { field: field.into(), value: value.into(), reason: reason.into() }
     }
 
     /// The field and value at fault, when there is one.
     pub fn field_value(&self) -> (Option<String>, Option<String>) {
         match self {
             OpError::Invalid(f) => (Some(f.field.clone()), Some(f.value.clone())),
-            OpError::Unprocessable { field, value, .. }
-            | OpError::Conflict { field, value, .. } => (Some(field.clone()), Some(value.clone())),
+            OpError::Unprocessable { field, value, .. } | OpError::Conflict { field, value, .. } => {
+                (Some(field.clone()), Some(value.clone()))
+            }
             OpError::NotFound { kind, key } => (Some(kind.to_string()), Some(key.clone())),
             OpError::Forbidden { space, .. } => (Some("Space".into()), Some(space.clone())),
             _ => (None, None),
@@ -77,21 +58,15 @@ impl From<StoreError> for OpError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound { kind, key } => OpError::NotFound { kind, key },
-            StoreError::Duplicate { ref slug, .. } => OpError::Conflict {
-                field: "Slug".into(),
-                value: slug.clone(),
-                message: e.to_string(),
-            },
-            StoreError::VersionConflict { sent, .. } => OpError::Conflict {
-                field: "Version".into(),
-                value: sent.to_string(),
-                message: e.to_string(),
-            },
-            StoreError::Busy { .. } => OpError::Conflict {
-                field: "Version".into(),
-                value: String::new(),
-                message: e.to_string(),
-            },
+            StoreError::Duplicate { ref slug, .. } => {
+                OpError::Conflict { field: "Slug".into(), value: slug.clone(), message: e.to_string() }
+            }
+            StoreError::VersionConflict { sent, .. } => {
+                OpError::Conflict { field: "Version".into(), value: sent.to_string(), message: e.to_string() }
+            }
+            StoreError::Busy { .. } => {
+                OpError::Conflict { field: "Version".into(), value: String::new(), message: e.to_string() }
+            }
             other => OpError::Internal(other.to_string()),
         }
     }

@@ -6,8 +6,8 @@ use super::units::append_revision;
 use super::{Actor, OpError, Result, list_units, resolve};
 use crate::invoke::{FunctionCall, FunctionSignature, InvokeError, Registry, ValidationResult};
 use crate::model::{
-    Invocation, InvocationParameter, Labels, Permission, RevisionSource, Slug, Space,
-    ToolchainType, Unit, parse_stream, render_stream,
+    Invocation, InvocationParameter, Labels, Permission, RevisionSource, Slug, Space, ToolchainType, Unit,
+    parse_stream, render_stream,
 };
 use crate::store::{Store, Tx};
 use chrono::Utc;
@@ -32,19 +32,11 @@ impl From<InvokeError> for OpError {
     fn from(e: InvokeError) -> Self {
         let msg = e.to_string();
         match e {
-            InvokeError::UnknownFunction { name, .. } => {
-                OpError::invalid("FunctionName", name, msg)
-            }
+            InvokeError::UnknownFunction { name, .. } => OpError::invalid("FunctionName", name, msg),
             InvokeError::MissingParameter { parameter, .. } => OpError::invalid(parameter, "", msg),
-            InvokeError::BadArgument {
-                parameter, value, ..
-            } => OpError::invalid(parameter, value, msg),
-            InvokeError::TooManyArguments { function, .. } => {
-                OpError::invalid("Arguments", function, msg)
-            }
-            InvokeError::Execution { function, .. } => {
-                OpError::unprocessable("FunctionName", function, msg)
-            }
+            InvokeError::BadArgument { parameter, value, .. } => OpError::invalid(parameter, value, msg),
+            InvokeError::TooManyArguments { function, .. } => OpError::invalid("Arguments", function, msg),
+            InvokeError::Execution { function, .. } => OpError::unprocessable("FunctionName", function, msg),
         }
     }
 }
@@ -92,23 +84,12 @@ pub struct FunctionResult {
     pub Data: Option<String>,
 }
 
-async fn select_units(
-    store: &Store,
-    actor: &Actor,
-    space: &Space,
-    sel: &UnitSelection,
-) -> Result<Vec<Unit>> {
+async fn select_units(store: &Store, actor: &Actor, space: &Space, sel: &UnitSelection) -> Result<Vec<Unit>> {
     if let Some(u) = &sel.Unit {
         let mut tx = store.read().await?;
         return Ok(vec![resolve::in_space::<Unit>(&mut tx, space, u).await?]);
     }
-    list_units(
-        store,
-        actor,
-        Some(&space.SpaceID.to_string()),
-        sel.Where.as_deref(),
-    )
-    .await
+    list_units(store, actor, Some(&space.SpaceID.to_string()), sel.Where.as_deref()).await
 }
 
 /// Runs `calls` on each of `units` inside `tx`; mutations write one `Invoke` revision per Unit.
@@ -138,16 +119,9 @@ async fn apply_calls(
         let mut revision_num = None;
         if let (Some(d), false) = (&new_data, dry_run) {
             let upstream = unit.UpstreamRevisionNum;
-            let rev = append_revision(
-                tx,
-                &mut unit,
-                d,
-                RevisionSource::Invoke,
-                actor.id(),
-                description,
-                upstream,
-            )
-            .await?;
+            let rev =
+                append_revision(tx, &mut unit, d, RevisionSource::Invoke, actor.id(), description, upstream)
+                    .await?;
             revision_num = Some(rev.RevisionNum);
             tx.update(&mut unit).await?;
         }
@@ -170,42 +144,25 @@ pub async fn function_do(
     space: &str,
     req: FunctionDo,
 ) -> Result<Vec<FunctionResult>> {
-    let call = FunctionCall {
-        function_name: req.FunctionName.clone(),
-        arguments: req.Arguments.clone(),
-    };
-    let sig = registry()
-        .bind(&call)
-        .map(|_| registry().get(&req.FunctionName).cloned())?;
+    let call = FunctionCall { function_name: req.FunctionName.clone(), arguments: req.Arguments.clone() };
+    let sig = registry().bind(&call).map(|_| registry().get(&req.FunctionName).cloned())?;
     let mutating = sig.is_some_and(|s| s.mutating);
     let sp = get_space_checked(
         store,
         actor,
         space,
-        if mutating && !req.DryRun {
-            Permission::Edit
-        } else {
-            Permission::View
-        },
+        if mutating && !req.DryRun { Permission::Edit } else { Permission::View },
     )
     .await?;
     let units = select_units(store, actor, &sp, &req.Selection).await?;
-    let desc = req
-        .ChangeDescription
-        .clone()
-        .unwrap_or_else(|| call.to_string());
+    let desc = req.ChangeDescription.clone().unwrap_or_else(|| call.to_string());
     let mut tx = store.write().await?;
     let out = apply_calls(&mut tx, actor, units, &[call], req.DryRun, &desc).await?;
     tx.commit().await?;
     Ok(out)
 }
 
-async fn get_space_checked(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    need: Permission,
-) -> Result<Space> {
+async fn get_space_checked(store: &Store, actor: &Actor, space: &str, need: Permission) -> Result<Space> {
     let mut tx = store.read().await?;
     let sp = resolve::space(&mut tx, space).await?;
     actor.require(sp.SpaceID, sp.Slug.as_str(), need)?;
@@ -229,9 +186,8 @@ pub struct CreateInvocation {
 
 /// The parameter names an argument refers to as `{{ .name }}`.
 fn placeholders(s: &str) -> Vec<String> {
-    static RE: LazyLock<regex::Regex> = LazyLock::new(|| {
-        regex::Regex::new(r"\{\{\s*\.([A-Za-z0-9_-]+)\s*\}\}").expect("valid regex")
-    });
+    static RE: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"\{\{\s*\.([A-Za-z0-9_-]+)\s*\}\}").expect("valid regex"));
     RE.captures_iter(s).map(|c| c[1].to_string()).collect()
 }
 
@@ -244,11 +200,8 @@ fn substitute(calls: &[FunctionCall], params: &BTreeMap<String, String>) -> Vec<
                 let mut v = s.to_string();
                 for name in placeholders(s) {
                     let value = params.get(&name).cloned().unwrap_or_default();
-                    let re = regex::Regex::new(&format!(
-                        r"\{{\{{\s*\.{}\s*\}}\}}",
-                        regex::escape(&name)
-                    ))
-                    .expect("escaped");
+                    let re = regex::Regex::new(&format!(r"\{{\{{\s*\.{}\s*\}}\}}", regex::escape(&name)))
+                        .expect("escaped");
                     v = re.replace_all(&v, regex::NoExpand(&value)).into_owned();
                 }
                 a.value = serde_json::Value::String(v);
@@ -285,15 +238,8 @@ fn check_invocation(params: &[InvocationParameter], calls: &[FunctionCall]) -> R
             ));
         }
         Slug::parse_field(&format!("Parameters[{i}].Name"), &p.Name)?;
-        if samples
-            .insert(p.Name.clone(), sample_value(&p.DataType))
-            .is_some()
-        {
-            return Err(OpError::invalid(
-                format!("Parameters[{i}].Name"),
-                &p.Name,
-                "declared twice",
-            ));
+        if samples.insert(p.Name.clone(), sample_value(&p.DataType)).is_some() {
+            return Err(OpError::invalid(format!("Parameters[{i}].Name"), &p.Name, "declared twice"));
         }
     }
     for (i, c) in calls.iter().enumerate() {
@@ -312,9 +258,7 @@ fn check_invocation(params: &[InvocationParameter], calls: &[FunctionCall]) -> R
                     return Err(OpError::invalid(
                         format!("FunctionInvocations[{i}].Arguments"),
                         format!("{{{{ .{name} }}}}"),
-                        format!(
-                            "refers to parameter '{name}', which is not declared in Parameters"
-                        ),
+                        format!("refers to parameter '{name}', which is not declared in Parameters"),
                     ));
                 }
             }
@@ -322,11 +266,7 @@ fn check_invocation(params: &[InvocationParameter], calls: &[FunctionCall]) -> R
     }
     for (i, c) in substitute(calls, &samples).iter().enumerate() {
         registry().bind(c).map_err(|e| {
-            OpError::invalid(
-                format!("FunctionInvocations[{i}]"),
-                c.to_string(),
-                e.to_string(),
-            )
+            OpError::invalid(format!("FunctionInvocations[{i}]"), c.to_string(), e.to_string())
         })?;
     }
     Ok(())
@@ -370,10 +310,7 @@ pub async fn create_invocation(
 
 /// Binds parameter values to an Invocation's calls: every required parameter must be given
 /// and every given one declared.
-pub fn bind_invocation(
-    inv: &Invocation,
-    params: &BTreeMap<String, String>,
-) -> Result<Vec<FunctionCall>> {
+pub fn bind_invocation(inv: &Invocation, params: &BTreeMap<String, String>) -> Result<Vec<FunctionCall>> {
     for name in params.keys() {
         if !inv.Parameters.iter().any(|p| &p.Name == name) {
             return Err(OpError::invalid(
@@ -388,10 +325,7 @@ pub fn bind_invocation(
             return Err(OpError::invalid(
                 format!("Parameters.{}", p.Name),
                 "",
-                format!(
-                    "invocation '{}' requires parameter '{}' ({})",
-                    inv.Slug, p.Name, p.DataType
-                ),
+                format!("invocation '{}' requires parameter '{}' ({})", inv.Slug, p.Name, p.DataType),
             ));
         }
     }
@@ -427,11 +361,7 @@ pub async fn run_invocation(
     space: &str,
     req: RunInvocation,
 ) -> Result<Vec<FunctionResult>> {
-    let need = if req.DryRun {
-        Permission::View
-    } else {
-        Permission::Edit
-    };
+    let need = if req.DryRun { Permission::View } else { Permission::Edit };
     let sp = get_space_checked(store, actor, space, need).await?;
     let (inv_space, inv) = {
         let mut tx = store.read().await?;
@@ -475,10 +405,7 @@ mod tests {
         assert!(e.to_string().contains("'image'"), "{e}");
         let bad = vec![FunctionCall::new("set-imagez", ["web", "x"])];
         let e = check_invocation(&[], &bad).unwrap_err();
-        assert_eq!(
-            e.field_value().0.as_deref(),
-            Some("FunctionInvocations[0].FunctionName")
-        );
+        assert_eq!(e.field_value().0.as_deref(), Some("FunctionInvocations[0].FunctionName"));
         let e = check_invocation(&[param("n", "Float", false)], &calls).unwrap_err();
         assert_eq!(e.field_value().0.as_deref(), Some("Parameters[0].DataType"));
     }

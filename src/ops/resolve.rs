@@ -16,25 +16,16 @@ pub(crate) async fn space(tx: &mut Tx, key: &str) -> Result<Space> {
         Ok(id) => tx.get::<Space>(id).await?,
         Err(slug) => tx.find::<Space>(None, slug).await?,
     };
-    found.ok_or_else(|| OpError::NotFound {
-        kind: "Space",
-        key: key.to_string(),
-    })
+    found.ok_or_else(|| OpError::NotFound { kind: "Space", key: key.to_string() })
 }
 
 /// An entity of `space` named by Slug or UUID.
 pub(crate) async fn in_space<E: Entity>(tx: &mut Tx, space: &Space, key: &str) -> Result<E> {
     let found = match parse_key(key) {
-        Ok(id) => tx
-            .get::<E>(id)
-            .await?
-            .filter(|e| e.space_id() == Some(space.SpaceID)),
+        Ok(id) => tx.get::<E>(id).await?.filter(|e| e.space_id() == Some(space.SpaceID)),
         Err(slug) => tx.find::<E>(Some(space.SpaceID), slug).await?,
     };
-    found.ok_or_else(|| OpError::NotFound {
-        kind: E::KIND,
-        key: format!("{}/{key}", space.Slug),
-    })
+    found.ok_or_else(|| OpError::NotFound { kind: E::KIND, key: format!("{}/{key}", space.Slug) })
 }
 
 /// An entity named `space/slug` (or by UUID, or by slug in `default_space`).
@@ -49,23 +40,13 @@ pub(crate) async fn qualified<E: Entity>(
         return Ok((sp, e));
     }
     if let Ok(id) = Uuid::parse_str(key) {
-        let e = tx.get::<E>(id).await?.ok_or_else(|| OpError::NotFound {
-            kind: E::KIND,
-            key: key.into(),
-        })?;
-        let sp_id = e.space_id().ok_or_else(|| OpError::NotFound {
-            kind: E::KIND,
-            key: key.into(),
-        })?;
+        let e = tx.get::<E>(id).await?.ok_or_else(|| OpError::NotFound { kind: E::KIND, key: key.into() })?;
+        let sp_id = e.space_id().ok_or_else(|| OpError::NotFound { kind: E::KIND, key: key.into() })?;
         let sp = tx.must_get::<Space>(sp_id).await?;
         return Ok((sp, e));
     }
     match default_space {
         Some(sp) => Ok((sp.clone(), in_space::<E>(tx, sp, key).await?)),
-        None => Err(OpError::invalid(
-            E::KIND,
-            key,
-            "name it as space/slug or by UUID",
-        )),
+        None => Err(OpError::invalid(E::KIND, key, "name it as space/slug or by UUID")),
     }
 }

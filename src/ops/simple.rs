@@ -38,12 +38,7 @@ pub async fn list_in_space<E: Entity>(
 }
 
 /// Reads one entity of kind `E` in a Space.
-pub async fn get_in_space<E: Entity>(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    key: &str,
-) -> Result<E> {
+pub async fn get_in_space<E: Entity>(store: &Store, actor: &Actor, space: &str, key: &str) -> Result<E> {
     let mut tx = store.read().await?;
     let sp = resolve::space(&mut tx, space).await?;
     actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::View)?;
@@ -51,12 +46,7 @@ pub async fn get_in_space<E: Entity>(
 }
 
 /// Deletes one entity of kind `E` in a Space. Needs Edit.
-pub async fn delete_in_space<E: Entity>(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    key: &str,
-) -> Result<()> {
+pub async fn delete_in_space<E: Entity>(store: &Store, actor: &Actor, space: &str, key: &str) -> Result<()> {
     let mut tx = store.write().await?;
     let sp = resolve::space(&mut tx, space).await?;
     actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::Edit)?;
@@ -129,12 +119,7 @@ pub struct CreateFilter {
 }
 
 /// Creates a Filter; its where expression is parsed for the `From` entity now, not when used.
-pub async fn create_filter(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    req: CreateFilter,
-) -> Result<Filter> {
+pub async fn create_filter(store: &Store, actor: &Actor, space: &str, req: CreateFilter) -> Result<Filter> {
     let slug = Slug::parse(&req.Slug)?;
     if crate::query::attrs::entity(&req.From).is_none() {
         return Err(OpError::invalid(
@@ -178,41 +163,24 @@ pub struct CreateTarget {
 }
 
 /// Creates a Target: `Directory` needs option `path`, `Webhook` needs option `url` (http/https).
-pub async fn create_target(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    req: CreateTarget,
-) -> Result<Target> {
+pub async fn create_target(store: &Store, actor: &Actor, space: &str, req: CreateTarget) -> Result<Target> {
     let slug = Slug::parse(&req.Slug)?;
     let required = match req.ProviderType.as_str() {
         "Directory" => "path",
         "Webhook" => "url",
         other => {
-            return Err(OpError::invalid(
-                "ProviderType",
-                other,
-                "expected Directory or Webhook",
-            ));
+            return Err(OpError::invalid("ProviderType", other, "expected Directory or Webhook"));
         }
     };
-    let value = req
-        .Options
-        .get(required)
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| {
-            OpError::invalid(
-                format!("Options.{required}"),
-                "",
-                format!("a {} target needs option '{required}'", req.ProviderType),
-            )
-        })?;
+    let value = req.Options.get(required).filter(|v| !v.is_empty()).ok_or_else(|| {
+        OpError::invalid(
+            format!("Options.{required}"),
+            "",
+            format!("a {} target needs option '{required}'", req.ProviderType),
+        )
+    })?;
     if required == "url" && !(value.starts_with("http://") || value.starts_with("https://")) {
-        return Err(OpError::invalid(
-            "Options.url",
-            value,
-            "must start with http:// or https://",
-        ));
+        return Err(OpError::invalid("Options.url", value, "must start with http:// or https://"));
     }
     validate_labels("Labels", &req.Labels)?;
     create_in_space(store, actor, space, |space_id| {
@@ -250,12 +218,7 @@ pub struct CreateLink {
 
 /// Creates a Link. A MergeUnits link starts with its cursor at 0: the first merge carries the
 /// upstream's whole history. An UpgradeUnit link is made by `variant create`, with lineage.
-pub async fn create_link(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    req: CreateLink,
-) -> Result<Link> {
+pub async fn create_link(store: &Store, actor: &Actor, space: &str, req: CreateLink) -> Result<Link> {
     let slug = Slug::parse(&req.Slug)?;
     let update_type: UpdateType = req.UpdateType.as_deref().unwrap_or("MergeUnits").parse()?;
     if update_type == UpdateType::UpgradeUnit {
@@ -272,11 +235,7 @@ pub async fn create_link(
     let (to_space, to) = resolve::qualified::<Unit>(&mut tx, &req.ToUnit, Some(&sp)).await?;
     actor.require(to_space.SpaceID, to_space.Slug.as_str(), Permission::View)?;
     if to.UnitID == from.UnitID {
-        return Err(OpError::invalid(
-            "ToUnit",
-            &req.ToUnit,
-            "a unit cannot link to itself",
-        ));
+        return Err(OpError::invalid("ToUnit", &req.ToUnit, "a unit cannot link to itself"));
     }
     let now = Utc::now();
     let link = Link {

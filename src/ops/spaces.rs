@@ -40,11 +40,7 @@ pub struct CreateSpace {
 pub async fn create_space(store: &Store, actor: &Actor, req: CreateSpace) -> Result<Space> {
     let slug = Slug::parse(&req.Slug)?;
     if !actor.user.Admin
-        && !actor
-            .user
-            .Grants
-            .iter()
-            .any(|g| g.SpaceID.is_none() && g.Permission >= Permission::Edit)
+        && !actor.user.Grants.iter().any(|g| g.SpaceID.is_none() && g.Permission >= Permission::Edit)
     {
         return Err(OpError::Forbidden {
             user: actor.user.Slug.to_string(),
@@ -113,12 +109,7 @@ fn merge_labels(into: &mut Labels, changes: Labels) {
 }
 
 /// Updates a Space's metadata. Needs Manage.
-pub async fn update_space(
-    store: &Store,
-    actor: &Actor,
-    key: &str,
-    req: UpdateSpace,
-) -> Result<Space> {
+pub async fn update_space(store: &Store, actor: &Actor, key: &str, req: UpdateSpace) -> Result<Space> {
     let mut tx = store.write().await?;
     let mut space = resolve::space(&mut tx, key).await?;
     actor.require(space.SpaceID, space.Slug.as_str(), Permission::Manage)?;
@@ -155,26 +146,16 @@ pub async fn delete_space(store: &Store, actor: &Actor, key: &str) -> Result<()>
         return Err(OpError::unprocessable(
             "Space",
             space.Slug.as_str(),
-            format!(
-                "space '{}' still has {} unit(s); delete them first",
-                space.Slug,
-                units.len()
-            ),
+            format!("space '{}' still has {} unit(s); delete them first", space.Slug, units.len()),
         ));
     }
-    if let Some(v) = tx
-        .list::<Space>(None)
-        .await?
-        .into_iter()
-        .find(|s| s.UpstreamSpaceID == Some(space.SpaceID))
+    if let Some(v) =
+        tx.list::<Space>(None).await?.into_iter().find(|s| s.UpstreamSpaceID == Some(space.SpaceID))
     {
         return Err(OpError::unprocessable(
             "Space",
             space.Slug.as_str(),
-            format!(
-                "space '{}' is the upstream of variant '{}'",
-                space.Slug, v.Slug
-            ),
+            format!("space '{}' is the upstream of variant '{}'", space.Slug, v.Slug),
         ));
     }
     delete_all::<crate::model::Tag>(&mut tx, space.SpaceID).await?;

@@ -4,8 +4,8 @@
 use super::spaces::{parse_where, to_json};
 use super::{Actor, OpError, Result, resolve};
 use crate::model::{
-    Labels, Permission, ProtectedPath, Revision, RevisionSource, Slug, Space, ToolchainType, Unit,
-    data_hash, parse_stream, validate_labels,
+    Labels, Permission, ProtectedPath, Revision, RevisionSource, Slug, Space, ToolchainType, Unit, data_hash,
+    parse_stream, validate_labels,
 };
 use crate::store::{Store, Tx};
 use chrono::Utc;
@@ -17,22 +17,12 @@ use uuid::Uuid;
 /// Parses and checks Unit data for its toolchain; returns the documents.
 pub fn validate_data(toolchain: ToolchainType, data: &str) -> Result<Vec<Value>> {
     let docs = parse_stream(data)?;
-    let needs_mappings = matches!(
-        toolchain,
-        ToolchainType::KubernetesYaml | ToolchainType::DeckhandYaml
-    );
-    if let Some((i, _)) = docs
-        .iter()
-        .enumerate()
-        .find(|(_, d)| needs_mappings && !d.is_object())
-    {
+    let needs_mappings = matches!(toolchain, ToolchainType::KubernetesYaml | ToolchainType::DeckhandYaml);
+    if let Some((i, _)) = docs.iter().enumerate().find(|(_, d)| needs_mappings && !d.is_object()) {
         return Err(OpError::invalid(
             "Data",
             format!("document {}", i + 1),
-            format!(
-                "every {toolchain:?} document must be a mapping; document {} is not",
-                i + 1
-            ),
+            format!("every {toolchain:?} document must be a mapping; document {} is not", i + 1),
         ));
     }
     Ok(docs)
@@ -94,12 +84,7 @@ pub struct CreateUnit {
 }
 
 /// Creates a Unit with its first revision. Needs Edit on the Space.
-pub async fn create_unit(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    req: CreateUnit,
-) -> Result<Unit> {
+pub async fn create_unit(store: &Store, actor: &Actor, space: &str, req: CreateUnit) -> Result<Unit> {
     let slug = Slug::parse(&req.Slug)?;
     let toolchain: ToolchainType = match &req.ToolchainType {
         Some(t) => t.parse()?,
@@ -138,16 +123,7 @@ pub async fn create_unit(
         UpdatedAt: now,
     };
     let desc = req.ChangeDescription.unwrap_or_else(|| "created".into());
-    append_revision(
-        &mut tx,
-        &mut unit,
-        &req.Data,
-        RevisionSource::CreateUnit,
-        actor.id(),
-        &desc,
-        0,
-    )
-    .await?;
+    append_revision(&mut tx, &mut unit, &req.Data, RevisionSource::CreateUnit, actor.id(), &desc, 0).await?;
     tx.insert(&unit).await?;
     tx.commit().await?;
     Ok(unit)
@@ -225,10 +201,8 @@ pub async fn update_unit(
             let old_docs = parse_stream(&old)?;
             if req.Protect {
                 for p in crate::merge::changed_paths(&old_docs, &new_docs) {
-                    let p = ProtectedPath {
-                        Resource: p.resource.as_str().to_string(),
-                        Path: p.path.to_string(),
-                    };
+                    let p =
+                        ProtectedPath { Resource: p.resource.as_str().to_string(), Path: p.path.to_string() };
                     if !u.ProtectedPaths.contains(&p) {
                         u.ProtectedPaths.push(p.clone());
                         protected.push(p);
@@ -236,32 +210,17 @@ pub async fn update_unit(
                 }
                 u.ProtectedPaths.sort();
             }
-            let desc = req
-                .ChangeDescription
-                .clone()
-                .unwrap_or_else(|| "updated".into());
+            let desc = req.ChangeDescription.clone().unwrap_or_else(|| "updated".into());
             let upstream = u.UpstreamRevisionNum;
             revision = Some(
-                append_revision(
-                    &mut tx,
-                    &mut u,
-                    data,
-                    RevisionSource::Update,
-                    actor.id(),
-                    &desc,
-                    upstream,
-                )
-                .await?,
+                append_revision(&mut tx, &mut u, data, RevisionSource::Update, actor.id(), &desc, upstream)
+                    .await?,
             );
         }
     }
     tx.update(&mut u).await?;
     tx.commit().await?;
-    Ok(UnitUpdated {
-        Unit: u,
-        Revision: revision,
-        Protected: protected,
-    })
+    Ok(UnitUpdated { Unit: u, Revision: revision, Protected: protected })
 }
 
 /// Reads a Unit.
@@ -290,22 +249,14 @@ pub async fn list_units(
         }
         _ => None,
     };
-    let units: Vec<Unit> = tx
-        .list::<Unit>(scope)
-        .await?
-        .into_iter()
-        .filter(|u| actor.can_view(u.SpaceID))
-        .collect();
+    let units: Vec<Unit> =
+        tx.list::<Unit>(scope).await?.into_iter().filter(|u| actor.can_view(u.SpaceID)).collect();
     let Some(filter) = filter else {
         return Ok(units);
     };
     let relations = filter.relations();
     let spaces: HashMap<Uuid, Space> = if relations.contains(&"Space") {
-        tx.list::<Space>(None)
-            .await?
-            .into_iter()
-            .map(|s| (s.SpaceID, s))
-            .collect()
+        tx.list::<Space>(None).await?.into_iter().map(|s| (s.SpaceID, s)).collect()
     } else {
         HashMap::new()
     };
@@ -337,19 +288,11 @@ pub async fn delete_unit(store: &Store, actor: &Actor, space: &str, unit: &str) 
     let space = resolve::space(&mut tx, space).await?;
     actor.require(space.SpaceID, space.Slug.as_str(), Permission::Edit)?;
     let u = resolve::in_space::<Unit>(&mut tx, &space, unit).await?;
-    if let Some(l) = tx
-        .list::<crate::model::Link>(None)
-        .await?
-        .into_iter()
-        .find(|l| l.ToUnitID == u.UnitID)
-    {
+    if let Some(l) = tx.list::<crate::model::Link>(None).await?.into_iter().find(|l| l.ToUnitID == u.UnitID) {
         return Err(OpError::unprocessable(
             "Unit",
             u.Slug.as_str(),
-            format!(
-                "unit '{}' is the upstream of link '{}'; delete the downstream first",
-                u.Slug, l.Slug
-            ),
+            format!("unit '{}' is the upstream of link '{}'; delete the downstream first", u.Slug, l.Slug),
         ));
     }
     for l in tx.list::<crate::model::Link>(Some(space.SpaceID)).await? {
@@ -376,20 +319,12 @@ pub async fn unit_data(
     let (_, data) = tx
         .revision(u.UnitID, num)
         .await?
-        .ok_or_else(|| OpError::NotFound {
-            kind: "Revision",
-            key: format!("{}#{num}", u.Slug),
-        })?;
+        .ok_or_else(|| OpError::NotFound { kind: "Revision", key: format!("{}#{num}", u.Slug) })?;
     Ok(data)
 }
 
 /// A Unit's revisions, oldest first.
-pub async fn list_revisions(
-    store: &Store,
-    actor: &Actor,
-    space: &str,
-    unit: &str,
-) -> Result<Vec<Revision>> {
+pub async fn list_revisions(store: &Store, actor: &Actor, space: &str, unit: &str) -> Result<Vec<Revision>> {
     let u = get_unit(store, actor, space, unit).await?;
     let mut tx = store.read().await?;
     Ok(tx.revisions(u.UnitID).await?)

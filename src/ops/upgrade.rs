@@ -46,10 +46,8 @@ pub fn plan_upgrade(
     protected: &[ProtectedPath],
     squash: bool,
 ) -> UpgradePlan {
-    let protected: Vec<merge::ProtectedPath> = protected
-        .iter()
-        .filter_map(|p| merge::ProtectedPath::parse(&p.Resource, &p.Path).ok())
-        .collect();
+    let protected: Vec<merge::ProtectedPath> =
+        protected.iter().filter_map(|p| merge::ProtectedPath::parse(&p.Resource, &p.Path).ok()).collect();
     let squashed;
     let steps: &[UpstreamStep] = match (squash, steps.last()) {
         (true, Some(last)) if steps.len() > 1 => {
@@ -59,11 +57,7 @@ pub fn plan_upgrade(
                     "upstream revisions {}..{} squashed: {}",
                     steps[0].num,
                     last.num,
-                    steps
-                        .iter()
-                        .map(|s| s.description.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    steps.iter().map(|s| s.description.as_str()).collect::<Vec<_>>().join("; ")
                 ),
                 docs: last.docs.clone(),
             }];
@@ -100,10 +94,7 @@ pub fn plan_upgrade(
         current = applied.documents;
         prev = step.docs.clone();
     }
-    UpgradePlan {
-        revisions,
-        conflicts,
-    }
+    UpgradePlan { revisions, conflicts }
 }
 
 /// The body of an upgrade request.
@@ -195,10 +186,7 @@ pub(crate) async fn merge_through(
         return Err(OpError::invalid(
             "ToRevisionNum",
             end.to_string(),
-            format!(
-                "must be between the cursor {cursor} and the upstream head {}",
-                upstream.HeadRevisionNum
-            ),
+            format!("must be between the cursor {cursor} and the upstream head {}", upstream.HeadRevisionNum),
         ));
     }
     if end == cursor {
@@ -216,11 +204,7 @@ pub(crate) async fn merge_through(
     let mut steps = vec![];
     for n in cursor + 1..=end {
         let (rev, data) = tx.must_revision(upstream.UnitID, n).await?;
-        steps.push(UpstreamStep {
-            num: n,
-            description: rev.Description,
-            docs: parse_stream(&data)?,
-        });
+        steps.push(UpstreamStep { num: n, description: rev.Description, docs: parse_stream(&data)? });
     }
     let downstream = parse_stream(&tx.must_revision(unit.UnitID, unit.HeadRevisionNum).await?.1)?;
     let plan = plan_upgrade(&base, &steps, &downstream, &unit.ProtectedPaths, squash);
@@ -232,16 +216,7 @@ pub(crate) async fn merge_through(
     for p in &plan.revisions {
         let data = render_stream(&p.docs);
         written.push(
-            append_revision(
-                tx,
-                &mut unit,
-                &data,
-                source,
-                actor.id(),
-                &p.description,
-                p.upstream_num,
-            )
-            .await?,
+            append_revision(tx, &mut unit, &data, source, actor.id(), &p.description, p.upstream_num).await?,
         );
     }
     unit.Conflicts = plan.conflicts.clone();
@@ -271,20 +246,13 @@ mod tests {
     }
 
     fn step(num: i64, docs: Vec<Value>) -> UpstreamStep {
-        UpstreamStep {
-            num,
-            description: format!("rev {num}"),
-            docs,
-        }
+        UpstreamStep { num, description: format!("rev {num}"), docs }
     }
 
     #[test]
     fn one_revision_per_effective_upstream_revision() {
         let base = vec![deploy(2, "a:1")];
-        let steps = vec![
-            step(2, vec![deploy(2, "a:2")]),
-            step(3, vec![deploy(3, "a:2")]),
-        ];
+        let steps = vec![step(2, vec![deploy(2, "a:2")]), step(3, vec![deploy(3, "a:2")])];
         let plan = plan_upgrade(&base, &steps, &base, &[], false);
         assert_eq!(plan.revisions.len(), 2);
         assert_eq!(plan.revisions[0].upstream_num, 2);
@@ -299,10 +267,8 @@ mod tests {
     fn protected_paths_are_withheld_as_conflicts() {
         let base = vec![deploy(2, "a:1")];
         let downstream = vec![deploy(5, "a:1")];
-        let protected = vec![ProtectedPath {
-            Resource: "apps/v1/Deployment//web".into(),
-            Path: "spec.replicas".into(),
-        }];
+        let protected =
+            vec![ProtectedPath { Resource: "apps/v1/Deployment//web".into(), Path: "spec.replicas".into() }];
         let steps = vec![step(2, vec![deploy(3, "a:2")])];
         let plan = plan_upgrade(&base, &steps, &downstream, &protected, false);
         assert_eq!(plan.revisions.len(), 1);
@@ -316,17 +282,9 @@ mod tests {
     fn a_revision_with_no_downstream_effect_writes_nothing() {
         let base = vec![deploy(2, "a:1")];
         let downstream = vec![deploy(5, "a:1")];
-        let protected = vec![ProtectedPath {
-            Resource: "apps/v1/Deployment//web".into(),
-            Path: "spec.replicas".into(),
-        }];
-        let plan = plan_upgrade(
-            &base,
-            &[step(2, vec![deploy(3, "a:1")])],
-            &downstream,
-            &protected,
-            false,
-        );
+        let protected =
+            vec![ProtectedPath { Resource: "apps/v1/Deployment//web".into(), Path: "spec.replicas".into() }];
+        let plan = plan_upgrade(&base, &[step(2, vec![deploy(3, "a:1")])], &downstream, &protected, false);
         assert!(plan.revisions.is_empty());
         assert_eq!(plan.conflicts.len(), 1);
     }

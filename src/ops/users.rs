@@ -47,14 +47,8 @@ pub async fn bootstrap_admin(store: &Store) -> Result<Option<String>> {
 /// The user a bearer token belongs to.
 pub async fn authenticate(store: &Store, token: &str) -> Result<Actor> {
     let mut tx = store.read().await?;
-    let user_id = tx
-        .token_user(&hash_token(token))
-        .await?
-        .ok_or(OpError::Unauthenticated)?;
-    let user = tx
-        .get::<User>(user_id)
-        .await?
-        .ok_or(OpError::Unauthenticated)?;
+    let user_id = tx.token_user(&hash_token(token)).await?.ok_or(OpError::Unauthenticated)?;
+    let user = tx.get::<User>(user_id).await?.ok_or(OpError::Unauthenticated)?;
     Ok(Actor { user })
 }
 
@@ -82,22 +76,11 @@ pub async fn create_user(store: &Store, actor: &Actor, req: CreateUser) -> Resul
     let mut grants = vec![];
     for g in &req.Grants {
         let (space, level) = g.split_once('=').ok_or_else(|| {
-            OpError::invalid(
-                "Grants",
-                g.as_str(),
-                "expected SPACE=View|Edit|Approve|Manage",
-            )
+            OpError::invalid("Grants", g.as_str(), "expected SPACE=View|Edit|Approve|Manage")
         })?;
         let permission: Permission = level.parse()?;
-        let space_id = if space == "*" {
-            None
-        } else {
-            Some(resolve::space(&mut tx, space).await?.SpaceID)
-        };
-        grants.push(Grant {
-            SpaceID: space_id,
-            Permission: permission,
-        });
+        let space_id = if space == "*" { None } else { Some(resolve::space(&mut tx, space).await?.SpaceID) };
+        grants.push(Grant { SpaceID: space_id, Permission: permission });
     }
     let now = Utc::now();
     let user = User {
@@ -130,10 +113,7 @@ pub async fn create_token(store: &Store, actor: &Actor, user: &str) -> Result<St
         Ok(id) => tx.get::<User>(id).await?,
         Err(_) => tx.find::<User>(None, user).await?,
     }
-    .ok_or_else(|| OpError::NotFound {
-        kind: "User",
-        key: user.to_string(),
-    })?;
+    .ok_or_else(|| OpError::NotFound { kind: "User", key: user.to_string() })?;
     if !actor.user.Admin && actor.user.UserID != target.UserID {
         return Err(OpError::AdminOnly);
     }

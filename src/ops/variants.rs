@@ -43,11 +43,7 @@ pub async fn create_variant(
 ) -> Result<VariantCreated> {
     let slug = Slug::parse(&req.Slug)?;
     if !actor.user.Admin
-        && !actor
-            .user
-            .Grants
-            .iter()
-            .any(|g| g.SpaceID.is_none() && g.Permission >= Permission::Edit)
+        && !actor.user.Grants.iter().any(|g| g.SpaceID.is_none() && g.Permission >= Permission::Edit)
     {
         return Err(OpError::Forbidden {
             user: actor.user.Slug.to_string(),
@@ -60,10 +56,7 @@ pub async fn create_variant(
     actor.require(upstream.SpaceID, upstream.Slug.as_str(), Permission::View)?;
     let mut labels = upstream.Labels.clone();
     let mut annotations = upstream.Annotations.clone();
-    for (into, changes) in [
-        (&mut labels, req.Labels),
-        (&mut annotations, req.Annotations),
-    ] {
+    for (into, changes) in [(&mut labels, req.Labels), (&mut annotations, req.Annotations)] {
         for (k, v) in changes {
             if v.is_empty() {
                 into.remove(&k)
@@ -85,20 +78,11 @@ pub async fn create_variant(
         links.push(l);
     }
     tx.commit().await?;
-    Ok(VariantCreated {
-        Space: space,
-        Units: units,
-        Links: links,
-    })
+    Ok(VariantCreated { Space: space, Units: units, Links: links })
 }
 
 /// Clones `up` at its head into `space` with an UpgradeUnit link whose cursors sit at the clone.
-pub(crate) async fn clone_unit(
-    tx: &mut Tx,
-    actor: &Actor,
-    space: &Space,
-    up: &Unit,
-) -> Result<(Unit, Link)> {
+pub(crate) async fn clone_unit(tx: &mut Tx, actor: &Actor, space: &Space, up: &Unit) -> Result<(Unit, Link)> {
     let (_, data) = tx.must_revision(up.UnitID, up.HeadRevisionNum).await?;
     let now = Utc::now();
     let mut unit = Unit {
@@ -127,16 +111,8 @@ pub(crate) async fn clone_unit(
         UpdatedAt: now,
     };
     let desc = format!("cloned from {}#{}", up.Slug, up.HeadRevisionNum);
-    append_revision(
-        tx,
-        &mut unit,
-        &data,
-        RevisionSource::CloneUnit,
-        actor.id(),
-        &desc,
-        up.HeadRevisionNum,
-    )
-    .await?;
+    append_revision(tx, &mut unit, &data, RevisionSource::CloneUnit, actor.id(), &desc, up.HeadRevisionNum)
+        .await?;
     tx.insert(&unit).await?;
     let link = Link {
         LinkID: Uuid::new_v4(),
@@ -186,10 +162,7 @@ pub async fn promote_variant(
         OpError::unprocessable(
             "Space",
             space.Slug.as_str(),
-            format!(
-                "space '{}' is not a variant (no upstream space)",
-                space.Slug
-            ),
+            format!("space '{}' is not a variant (no upstream space)", space.Slug),
         )
     })?;
     let mut out = vec![];
@@ -199,12 +172,11 @@ pub async fn promote_variant(
             continue;
         };
         let r = merge_through(&mut tx, actor, u.clone(), link, squash, None).await?;
-        let outcome =
-            if r.Revisions.is_empty() && r.Unit.UpstreamRevisionNum == u.UpstreamRevisionNum {
-                "UpToDate"
-            } else {
-                "Upgrade"
-            };
+        let outcome = if r.Revisions.is_empty() && r.Unit.UpstreamRevisionNum == u.UpstreamRevisionNum {
+            "UpToDate"
+        } else {
+            "Upgrade"
+        };
         out.push(PromotedUnit {
             Slug: u.Slug.to_string(),
             Outcome: outcome.into(),

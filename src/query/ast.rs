@@ -68,10 +68,7 @@ impl Pattern {
             MatchKind::Regex => build_regex(source, false),
             MatchKind::RegexCi => build_regex(source, true),
         }?;
-        Ok(Pattern {
-            source: source.to_string(),
-            regex,
-        })
+        Ok(Pattern { source: source.to_string(), regex })
     }
 }
 
@@ -137,10 +134,8 @@ fn build_regex(source: &str, case_insensitive: bool) -> Result<Regex, String> {
         .build()
         .map_err(|e| {
             let text = e.to_string();
-            let line = text
-                .lines()
-                .find(|l| l.starts_with("error:"))
-                .unwrap_or(text.lines().next().unwrap_or(""));
+            let line =
+                text.lines().find(|l| l.starts_with("error:")).unwrap_or(text.lines().next().unwrap_or(""));
             line.trim_start_matches("error:").trim().to_string()
         })
 }
@@ -174,11 +169,7 @@ impl fmt::Display for Clause {
                     Rhs::Attr(p) => write!(f, " {op} {}", p.text)?,
                 }
             }
-            Predicate::Match {
-                kind,
-                negated,
-                pattern,
-            } => {
+            Predicate::Match { kind, negated, pattern } => {
                 let op = match (kind, negated) {
                     (MatchKind::Like, false) => "LIKE",
                     (MatchKind::Like, true) => "NOT LIKE",

@@ -78,10 +78,7 @@ impl AttrType {
             AttrType::Time => "a Time".into(),
             AttrType::Map => "a Map".into(),
             AttrType::Array(elem) => {
-                format!(
-                    "an array of {}",
-                    elem.describe().split_once(' ').map_or("", |x| x.1)
-                )
+                format!("an array of {}", elem.describe().split_once(' ').map_or("", |x| x.1))
             }
             AttrType::ObjectArray(_) => "an array of objects".into(),
             AttrType::Relation(e) => format!("a relation to {}", e.name),
@@ -163,55 +160,23 @@ const UUID: &AttrType = &T::Uuid;
 
 /// Fields of one element of `Conflicts`.
 pub static CONFLICT_FIELDS: &[Attr] = &[
-    Attr {
-        name: "Resource",
-        ty: T::String,
-    },
-    Attr {
-        name: "Path",
-        ty: T::String,
-    },
-    Attr {
-        name: "Reason",
-        ty: T::String,
-    },
-    Attr {
-        name: "UpstreamRevisionNum",
-        ty: T::Int,
-    },
+    Attr { name: "Resource", ty: T::String },
+    Attr { name: "Path", ty: T::String },
+    Attr { name: "Reason", ty: T::String },
+    Attr { name: "UpstreamRevisionNum", ty: T::Int },
 ];
 
 /// Fields of one element of `ValidationErrors`.
 pub static VALIDATION_ERROR_FIELDS: &[Attr] = &[
-    Attr {
-        name: "Source",
-        ty: T::String,
-    },
-    Attr {
-        name: "Resource",
-        ty: T::String,
-    },
-    Attr {
-        name: "Path",
-        ty: T::String,
-    },
-    Attr {
-        name: "Message",
-        ty: T::String,
-    },
+    Attr { name: "Source", ty: T::String },
+    Attr { name: "Resource", ty: T::String },
+    Attr { name: "Path", ty: T::String },
+    Attr { name: "Message", ty: T::String },
 ];
 
 /// Fields of one element of `ProtectedPaths`.
-pub static PROTECTED_PATH_FIELDS: &[Attr] = &[
-    Attr {
-        name: "Resource",
-        ty: T::String,
-    },
-    Attr {
-        name: "Path",
-        ty: T::String,
-    },
-];
+pub static PROTECTED_PATH_FIELDS: &[Attr] =
+    &[Attr { name: "Resource", ty: T::String }, Attr { name: "Path", ty: T::String }];
 
 /// Space allow-list.
 pub static SPACE: Entity = Entity {
@@ -314,17 +279,8 @@ pub static USER: Entity = Entity {
 };
 
 /// Every entity, for [`entity`].
-pub static ENTITIES: &[&Entity] = &[
-    &SPACE,
-    &UNIT,
-    &REVISION,
-    &LINK,
-    &TAG,
-    &FILTER,
-    &INVOCATION,
-    &TARGET,
-    &USER,
-];
+pub static ENTITIES: &[&Entity] =
+    &[&SPACE, &UNIT, &REVISION, &LINK, &TAG, &FILTER, &INVOCATION, &TARGET, &USER];
 
 /// Looks an entity up by its name (`"Space"`, `"Unit"`, ...), case-sensitively.
 pub fn entity(name: &str) -> Option<&'static Entity> {
@@ -354,34 +310,18 @@ mod tests {
         assert!(ENTITIES.len() >= 9);
         for e in ENTITIES {
             let attrs: HashSet<_> = e.attrs.iter().map(|a| a.name).collect();
-            assert_eq!(
-                attrs.len(),
-                e.attrs.len(),
-                "duplicate attribute in {}",
-                e.name
-            );
+            assert_eq!(attrs.len(), e.attrs.len(), "duplicate attribute in {}", e.name);
             for common in ["Version", "CreatedAt", "UpdatedAt"] {
                 assert!(attrs.contains(common), "{} lacks {common}", e.name);
             }
             // Revisions are numbered, not named.
             assert_eq!(attrs.contains("Slug"), e.name != "Revision", "{}", e.name);
             let id = format!("{}ID", e.name);
-            assert_eq!(
-                e.attr(&id).map(|a| a.ty),
-                Some(AttrType::Uuid),
-                "{}",
-                e.name
-            );
+            assert_eq!(e.attr(&id).map(|a| a.ty), Some(AttrType::Uuid), "{}", e.name);
         }
         assert_eq!(UNIT.attr("Space").unwrap().ty, AttrType::Relation(&SPACE));
-        assert_ne!(
-            UNIT.attr("UpstreamUnit").unwrap().ty,
-            AttrType::Relation(&SPACE)
-        );
-        assert_eq!(
-            REVISION.attr("Tags").unwrap().ty,
-            AttrType::Array(&AttrType::Uuid)
-        );
+        assert_ne!(UNIT.attr("UpstreamUnit").unwrap().ty, AttrType::Relation(&SPACE));
+        assert_eq!(REVISION.attr("Tags").unwrap().ty, AttrType::Array(&AttrType::Uuid));
         assert_eq!(USER.attr("Admin").unwrap().ty, AttrType::Bool);
     }
 

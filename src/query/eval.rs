@@ -97,10 +97,7 @@ fn operand_values<'a>(op: &Operand, root: &'a Value) -> Vec<Scalar<'a>> {
     match op {
         Operand::Attr(p) => {
             let class = p.ty.class();
-            raw_values(p, root)
-                .into_iter()
-                .map(|v| typed(class, v))
-                .collect()
+            raw_values(p, root).into_iter().map(|v| typed(class, v)).collect()
         }
         Operand::Len(p) => raw_values(p, root)
             .into_iter()
@@ -119,10 +116,7 @@ fn order(a: Scalar<'_>, b: Scalar<'_>, fold_case: bool) -> Option<Ordering> {
     match (a, b) {
         (Scalar::Str(x), Scalar::Str(y)) if fold_case => {
             let (x, y) = (x.bytes(), y.bytes());
-            Some(
-                x.map(|b| b.to_ascii_lowercase())
-                    .cmp(y.map(|b| b.to_ascii_lowercase())),
-            )
+            Some(x.map(|b| b.to_ascii_lowercase()).cmp(y.map(|b| b.to_ascii_lowercase())))
         }
         (Scalar::Str(x), Scalar::Str(y)) => Some(x.cmp(y)),
         (Scalar::Int(x), Scalar::Int(y)) => Some(x.cmp(&y)),
@@ -166,9 +160,7 @@ pub(crate) fn clause(c: &Clause, root: &Value) -> Tri {
     let fold = ty.class() == Class::Uuid;
     let result = match (&c.pred, &c.lhs) {
         (Predicate::IsNull { negated }, Operand::Attr(p)) => Tri::any(
-            raw_values(p, root)
-                .into_iter()
-                .map(|v| negate_if(Tri::from_bool(v.is_none()), *negated)),
+            raw_values(p, root).into_iter().map(|v| negate_if(Tri::from_bool(v.is_none()), *negated)),
         ),
         (Predicate::Contains(l), Operand::Attr(p)) => {
             let class = match p.ty {
@@ -177,15 +169,11 @@ pub(crate) fn clause(c: &Clause, root: &Value) -> Tri {
             };
             let fold = class == Class::Uuid;
             let want = literal(l);
-            Tri::any(raw_values(p, root).into_iter().map(|v| {
-                match v {
-                    Some(Value::Array(items)) => Tri::from_bool(
-                        items
-                            .iter()
-                            .any(|it| equal(typed(class, Some(it)), want, fold) == Tri::True),
-                    ),
-                    _ => Tri::Unknown,
-                }
+            Tri::any(raw_values(p, root).into_iter().map(|v| match v {
+                Some(Value::Array(items)) => Tri::from_bool(
+                    items.iter().any(|it| equal(typed(class, Some(it)), want, fold) == Tri::True),
+                ),
+                _ => Tri::Unknown,
             }))
         }
         (pred, _) => {
@@ -208,22 +196,15 @@ fn predicate(pred: &Predicate, a: Scalar<'_>, fold: bool, root: &Value) -> Tri {
         Predicate::Compare(op, Rhs::Attr(p)) => {
             let class = p.ty.class();
             let fold = fold || class == Class::Uuid;
-            Tri::any(
-                raw_values(p, root)
-                    .into_iter()
-                    .map(|b| compare(*op, a, typed(class, b), fold)),
-            )
+            Tri::any(raw_values(p, root).into_iter().map(|b| compare(*op, a, typed(class, b), fold)))
         }
-        Predicate::Match {
-            negated, pattern, ..
-        } => match a {
+        Predicate::Match { negated, pattern, .. } => match a {
             Scalar::Str(s) => negate_if(Tri::from_bool(pattern.regex.is_match(s)), *negated),
             _ => Tri::Unknown,
         },
-        Predicate::In { negated, items } => negate_if(
-            Tri::any(items.iter().map(|l| equal(a, literal(l), fold))),
-            *negated,
-        ),
+        Predicate::In { negated, items } => {
+            negate_if(Tri::any(items.iter().map(|l| equal(a, literal(l), fold))), *negated)
+        }
         Predicate::Bare => match a {
             Scalar::Bool(b) => Tri::from_bool(b),
             _ => Tri::Unknown,
@@ -241,9 +222,7 @@ mod tests {
     use serde_json::json;
 
     fn m(src: &str, e: &'static Entity, v: &Value) -> bool {
-        WhereExpr::parse(src, e)
-            .unwrap_or_else(|err| panic!("{err}"))
-            .matches(v)
+        WhereExpr::parse(src, e).unwrap_or_else(|err| panic!("{err}")).matches(v)
     }
 
     const A: &str = "6f1c2a34-0000-4000-8000-00000000000a";
@@ -262,12 +241,7 @@ mod tests {
     #[test]
     fn null_comparisons_are_unknown() {
         let v = json!({"TargetID": null, "Slug": "a"});
-        for src in [
-            "TargetID = 'x'",
-            "TargetID != 'x'",
-            "TargetID IN ('x')",
-            "TargetID NOT IN ('x')",
-        ] {
+        for src in ["TargetID = 'x'", "TargetID != 'x'", "TargetID IN ('x')", "TargetID NOT IN ('x')"] {
             assert!(!m(src, &UNIT, &v), "{src}");
         }
         // Truth tests turn UNKNOWN into a definite answer.
@@ -295,11 +269,7 @@ mod tests {
         assert!(m(&format!("SpaceID = '{A}'"), &UNIT, &v));
         assert!(m(&format!("SpaceID IN ('x', '{A}')"), &UNIT, &v));
         assert!(!m(&format!("SpaceID != '{A}'"), &UNIT, &v));
-        assert!(m(
-            "SpaceID = UpstreamSpaceID AND UnitID = SpaceID",
-            &UNIT,
-            &v
-        ));
+        assert!(m("SpaceID = UpstreamSpaceID AND UnitID = SpaceID", &UNIT, &v));
         let tags = json!({"Tags": [A_UP, "b"]});
         assert!(m(&format!("Tags ? '{A}'"), &REVISION, &tags));
         assert!(!m("Tags ? 'c'", &REVISION, &tags));
@@ -307,13 +277,10 @@ mod tests {
 
     #[test]
     fn strings_are_case_sensitive_and_lexicographic() {
-        let v = json!({"Slug": "app", "CreatedAt": "2025-01-07T10:00:00Z", "UpdatedAt": "2025-01-06T23:59:59Z"});
+        let v =
+            json!({"Slug": "app", "CreatedAt": "2025-01-07T10:00:00Z", "UpdatedAt": "2025-01-06T23:59:59Z"});
         assert!(!m("Slug = 'APP'", &UNIT, &v));
-        assert!(m(
-            "Slug < 'apq' AND Slug > 'ap' AND Slug <= 'app' AND Slug >= 'app'",
-            &UNIT,
-            &v
-        ));
+        assert!(m("Slug < 'apq' AND Slug > 'ap' AND Slug <= 'app' AND Slug >= 'app'", &UNIT, &v));
         assert!(m("CreatedAt >= '2025-01-07'", &UNIT, &v));
         assert!(!m("UpdatedAt >= '2025-01-07'", &UNIT, &v));
         assert!(m("CreatedAt > UpdatedAt", &UNIT, &v));
@@ -328,17 +295,10 @@ mod tests {
         assert!(!m("Slug LIKE 'app'", &UNIT, &v), "anchored at the end");
         assert!(!m("Slug LIKE 'APP-%'", &UNIT, &v));
         assert!(m("Slug ILIKE 'APP-%'", &UNIT, &v));
-        assert!(m(
-            "Slug NOT LIKE 'web-%' AND Slug !~~ 'x%' AND Slug NOT ILIKE 'WEB%'",
-            &UNIT,
-            &v
-        ));
+        assert!(m("Slug NOT LIKE 'web-%' AND Slug !~~ 'x%' AND Slug NOT ILIKE 'WEB%'", &UNIT, &v));
         assert!(m("DisplayName LIKE 'A.c 100\\%'", &UNIT, &v), "escaped %");
         assert!(!m("DisplayName LIKE 'Abc%'", &UNIT, &v), "'.' is literal");
-        assert!(
-            m("LastChangeDescription LIKE 'line1%2'", &UNIT, &v),
-            "% spans newlines"
-        );
+        assert!(m("LastChangeDescription LIKE 'line1%2'", &UNIT, &v), "% spans newlines");
         let none = json!({});
         assert!(!m("Slug LIKE '%'", &UNIT, &none));
         assert!(!m("Slug NOT LIKE 'x'", &UNIT, &none));
@@ -359,35 +319,17 @@ mod tests {
     #[test]
     fn in_lists() {
         let v = json!({"HeadRevisionNum": 3, "Slug": "b"});
-        assert!(m(
-            "HeadRevisionNum IN (1, 3) AND Slug IN ('a', 'b')",
-            &UNIT,
-            &v
-        ));
+        assert!(m("HeadRevisionNum IN (1, 3) AND Slug IN ('a', 'b')", &UNIT, &v));
         assert!(!m("HeadRevisionNum NOT IN (1, 3)", &UNIT, &v));
-        assert!(m(
-            "HeadRevisionNum NOT IN (-3) AND Slug NOT IN ('c')",
-            &UNIT,
-            &v
-        ));
+        assert!(m("HeadRevisionNum NOT IN (-3) AND Slug NOT IN ('c')", &UNIT, &v));
     }
 
     #[test]
     fn len() {
-        let v = json!({"Labels": {"a": "1", "b": "2"}, "Slug": "héllo", "Conflicts": [{}, {}, {}], "Tags": []});
-        assert!(m(
-            "LEN(Labels) = 2 AND LEN(Slug) = 5 AND LEN(Conflicts) = 3",
-            &UNIT,
-            &v
-        ));
-        assert!(
-            m(
-                "LEN(ValidationErrors) = 0 AND LEN(Annotations) = 0",
-                &UNIT,
-                &v
-            ),
-            "missing is 0"
-        );
+        let v =
+            json!({"Labels": {"a": "1", "b": "2"}, "Slug": "héllo", "Conflicts": [{}, {}, {}], "Tags": []});
+        assert!(m("LEN(Labels) = 2 AND LEN(Slug) = 5 AND LEN(Conflicts) = 3", &UNIT, &v));
+        assert!(m("LEN(ValidationErrors) = 0 AND LEN(Annotations) = 0", &UNIT, &v), "missing is 0");
         assert!(m("LEN(Tags) = 0 AND LEN(ChangeOrders) = 0", &REVISION, &v));
         assert!(m("LEN(Labels.a) = 1 AND LEN(Labels.zzz) = 0", &UNIT, &v));
         assert!(!m("LEN(Slug) > 5", &UNIT, &v));
@@ -403,21 +345,10 @@ mod tests {
             {"Path": "no reason here"}
         ], "HeadRevisionNum": 5});
         assert!(m("Conflicts.*.Reason = 'ProtectedPath'", &UNIT, &v));
-        assert!(
-            m("Conflicts.*.Reason != 'ProtectedPath'", &UNIT, &v),
-            "some element differs"
-        );
+        assert!(m("Conflicts.*.Reason != 'ProtectedPath'", &UNIT, &v), "some element differs");
         assert!(!m("Conflicts.*.Reason = 'Other'", &UNIT, &v));
-        assert!(m(
-            "Conflicts.*.UpstreamRevisionNum > HeadRevisionNum",
-            &UNIT,
-            &v
-        ));
-        assert!(m(
-            "Conflicts.*.Reason ~ '^Prot' AND Conflicts.*.Reason IN ('Changed')",
-            &UNIT,
-            &v
-        ));
+        assert!(m("Conflicts.*.UpstreamRevisionNum > HeadRevisionNum", &UNIT, &v));
+        assert!(m("Conflicts.*.Reason ~ '^Prot' AND Conflicts.*.Reason IN ('Changed')", &UNIT, &v));
         // An element without the field makes that comparison UNKNOWN, not TRUE.
         assert!(m("Conflicts.*.Reason = 'Other' IS NOT FALSE", &UNIT, &v));
         let empty = json!({"Conflicts": []});
@@ -435,17 +366,10 @@ mod tests {
         assert!(!m("Slug != '5'", &UNIT, &v));
         assert!(!m("HeadRevisionNum = 5", &UNIT, &v));
         assert!(!m("DataSize > 1", &UNIT, &v));
-        assert!(
-            m("Labels.n IS NOT NULL", &UNIT, &v),
-            "present, though not a string"
-        );
+        assert!(m("Labels.n IS NOT NULL", &UNIT, &v), "present, though not a string");
         assert!(!m("Labels.n = '1'", &UNIT, &v));
         // A non-object root has no attributes at all.
-        assert!(m(
-            "TargetID IS NULL AND LEN(Labels) = 0",
-            &UNIT,
-            &json!([1, 2])
-        ));
+        assert!(m("TargetID IS NULL AND LEN(Labels) = 0", &UNIT, &json!([1, 2])));
         assert!(!m("Slug = 'a'", &UNIT, &json!("Slug")));
     }
 
@@ -453,22 +377,10 @@ mod tests {
     fn bools() {
         let admin = json!({"Admin": true});
         let plain = json!({"Admin": false});
-        assert!(m(
-            "Admin = true AND Admin IS TRUE AND Admin IS NOT FALSE",
-            &USER,
-            &admin
-        ));
+        assert!(m("Admin = true AND Admin IS TRUE AND Admin IS NOT FALSE", &USER, &admin));
         assert!(!m("Admin = true", &USER, &plain));
-        assert!(m(
-            "Admin != TRUE AND Admin IS FALSE AND Admin IS NOT TRUE",
-            &USER,
-            &plain
-        ));
-        assert!(m(
-            "Admin IS NOT TRUE AND Admin IS NOT FALSE",
-            &USER,
-            &json!({})
-        ));
+        assert!(m("Admin != TRUE AND Admin IS FALSE AND Admin IS NOT TRUE", &USER, &plain));
+        assert!(m("Admin IS NOT TRUE AND Admin IS NOT FALSE", &USER, &json!({})));
         assert!(!m("Admin IS TRUE", &USER, &json!({})));
     }
 }

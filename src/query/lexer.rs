@@ -80,10 +80,7 @@ pub(crate) struct Lexer {
 
 impl Lexer {
     pub fn new(src: &str) -> Lexer {
-        Lexer {
-            chars: src.chars().collect(),
-            pos: 0,
-        }
+        Lexer { chars: src.chars().collect(), pos: 0 }
     }
 
     fn text(&self, start: usize) -> String {
@@ -101,11 +98,7 @@ impl Lexer {
         let start = self.pos;
         let col = start + 1;
         let Some(&c) = self.chars.get(start) else {
-            return Ok(Token {
-                kind: TokKind::Eof,
-                text: String::new(),
-                col,
-            });
+            return Ok(Token { kind: TokKind::Eof, text: String::new(), col });
         };
         let kind = match c {
             '(' | ')' | ',' => {
@@ -127,18 +120,10 @@ impl Lexer {
                 TokKind::Sym(self.sym(start)?)
             }
             c => {
-                return Err(QueryError::new(
-                    col,
-                    &c.to_string(),
-                    format!("unexpected character '{c}'"),
-                ));
+                return Err(QueryError::new(col, &c.to_string(), format!("unexpected character '{c}'")));
             }
         };
-        Ok(Token {
-            kind,
-            text: self.text(start),
-            col,
-        })
+        Ok(Token { kind, text: self.text(start), col })
     }
 
     fn string(&mut self, start: usize) -> Result<String, QueryError> {
@@ -187,20 +172,12 @@ impl Lexer {
         self.take_while(|c| c.is_ascii_digit());
         let digits = self.pos - digits_start;
         if digits == 0 {
-            return Err(QueryError::new(
-                start + 1,
-                "-",
-                "'-' must start an integer literal",
-            ));
+            return Err(QueryError::new(start + 1, "-", "'-' must start an integer literal"));
         }
         if self.chars.get(self.pos).is_some_and(|&c| is_ident_char(c)) {
             self.take_while(is_ident_char);
             let text = self.text(start);
-            return Err(QueryError::new(
-                start + 1,
-                &text,
-                format!("invalid number '{text}'"),
-            ));
+            return Err(QueryError::new(start + 1, &text, format!("invalid number '{text}'")));
         }
         let text = self.text(start);
         if digits > MAX_INT_DIGITS {
@@ -277,14 +254,9 @@ mod tests {
     #[test]
     fn all_symbols() {
         use Sym::*;
-        let want = [
-            Eq, Ne, Lt, Gt, Le, Ge, Like, NotLike, Re, ReCi, NotRe, NotReCi, Contains,
-        ];
+        let want = [Eq, Ne, Lt, Gt, Le, Ge, Like, NotLike, Re, ReCi, NotRe, NotReCi, Contains];
         let got = kinds("= != < > <= >= ~~ !~~ ~ ~* !~ !~* ?");
-        assert_eq!(
-            got,
-            want.iter().map(|s| TokKind::Sym(*s)).collect::<Vec<_>>()
-        );
+        assert_eq!(got, want.iter().map(|s| TokKind::Sym(*s)).collect::<Vec<_>>());
     }
 
     #[test]
@@ -310,10 +282,7 @@ mod tests {
     fn string_escapes_and_unicode() {
         assert_eq!(kinds("'it''s'"), vec![TokKind::Str("it's".into())]);
         assert_eq!(kinds("''''"), vec![TokKind::Str("'".into())]);
-        assert_eq!(
-            kinds("'héllo wörld'"),
-            vec![TokKind::Str("héllo wörld".into())]
-        );
+        assert_eq!(kinds("'héllo wörld'"), vec![TokKind::Str("héllo wörld".into())]);
         // Columns count characters, not bytes.
         assert_eq!(lex("'é' x").unwrap()[1].col, 5);
     }
@@ -332,14 +301,8 @@ mod tests {
 
     #[test]
     fn int_limits() {
-        assert_eq!(
-            kinds("999999999999999999"),
-            vec![TokKind::Int(999_999_999_999_999_999)]
-        );
-        assert_eq!(
-            kinds("-999999999999999999"),
-            vec![TokKind::Int(-999_999_999_999_999_999)]
-        );
+        assert_eq!(kinds("999999999999999999"), vec![TokKind::Int(999_999_999_999_999_999)]);
+        assert_eq!(kinds("-999999999999999999"), vec![TokKind::Int(-999_999_999_999_999_999)]);
         let e = lex("x = 1234567890123456789").unwrap_err();
         assert_eq!(e.column, 5);
         assert!(e.message.contains("18 digits"));

@@ -47,11 +47,7 @@ pub struct QueryError {
 }
 
 fn near(token: &str) -> String {
-    if token.is_empty() {
-        "at end of expression".to_string()
-    } else {
-        format!("near '{token}'")
-    }
+    if token.is_empty() { "at end of expression".to_string() } else { format!("near '{token}'") }
 }
 
 impl QueryError {
@@ -64,11 +60,7 @@ impl QueryError {
         } else {
             token.to_string()
         };
-        QueryError {
-            message: message.into(),
-            column,
-            token,
-        }
+        QueryError { message: message.into(), column, token }
     }
 }
 
@@ -85,19 +77,13 @@ impl WhereExpr {
     /// everything. Regexes and `LIKE` patterns are compiled here.
     pub fn parse(src: &str, entity: &'static Entity) -> Result<WhereExpr, QueryError> {
         let clauses = parser::parse(src, entity)?;
-        Ok(WhereExpr {
-            src: src.to_string(),
-            entity,
-            clauses,
-        })
+        Ok(WhereExpr { src: src.to_string(), entity, clauses })
     }
 
     /// Evaluates the expression over the entity's JSON object: true when every clause is
     /// TRUE (a missing key or JSON null makes a comparison UNKNOWN, which does not match).
     pub fn matches(&self, value: &Value) -> bool {
-        self.clauses
-            .iter()
-            .all(|c| eval::clause(c, value) == eval::Tri::True)
+        self.clauses.iter().all(|c| eval::clause(c, value) == eval::Tri::True)
     }
 
     /// Relation roots the expression reads (e.g. `["Space", "UpstreamUnit"]`), in order of
@@ -202,47 +188,17 @@ mod tests {
 
     #[test]
     fn examples_label_and_space_label() {
-        yes_no(
-            "Labels.Environment = 'prod'",
-            &UNIT,
-            unit(),
-            unit_with("/Labels/Environment", json!("dev")),
-        );
-        yes_no(
-            "Space.Labels.Environment = 'prod'",
-            &UNIT,
-            unit(),
-            unit_with("/Space/Labels", json!({})),
-        );
-        yes_no(
-            "Labels.Stage = 'staging'",
-            &UNIT,
-            unit(),
-            unit_with("/Labels/Stage", json!("prod")),
-        );
-        yes_no(
-            "Labels.app.kubernetes.io/name = 'api'",
-            &UNIT,
-            unit(),
-            unit_with("/Labels", json!({})),
-        );
+        yes_no("Labels.Environment = 'prod'", &UNIT, unit(), unit_with("/Labels/Environment", json!("dev")));
+        yes_no("Space.Labels.Environment = 'prod'", &UNIT, unit(), unit_with("/Space/Labels", json!({})));
+        yes_no("Labels.Stage = 'staging'", &UNIT, unit(), unit_with("/Labels/Stage", json!("prod")));
+        yes_no("Labels.app.kubernetes.io/name = 'api'", &UNIT, unit(), unit_with("/Labels", json!({})));
         let space = json!({"Slug": "dev", "Labels": {"Environment": "prod"}});
-        yes_no(
-            "Labels.Environment = 'prod'",
-            &SPACE,
-            space,
-            json!({"Labels": {"environment": "prod"}}),
-        );
+        yes_no("Labels.Environment = 'prod'", &SPACE, space, json!({"Labels": {"environment": "prod"}}));
     }
 
     #[test]
     fn examples_in_and_regex() {
-        yes_no(
-            "Slug IN ('a','b')",
-            &UNIT,
-            unit_with("/Slug", json!("b")),
-            unit(),
-        );
+        yes_no("Slug IN ('a','b')", &UNIT, unit_with("/Slug", json!("b")), unit());
         yes_no(
             "Labels.Environment NOT IN ('dev','test')",
             &UNIT,
@@ -278,12 +234,7 @@ mod tests {
         let rev = json!({"SpaceID": U2, "RevisionNum": 2, "Tags": [U1], "ValidationErrors": []});
         let untagged = json!({"SpaceID": U2, "Tags": []});
         yes_no("LEN(Tags) > 0", &REVISION, rev.clone(), untagged.clone());
-        yes_no(
-            &format!("Tags ? '{U1}'"),
-            &REVISION,
-            rev.clone(),
-            untagged.clone(),
-        );
+        yes_no(&format!("Tags ? '{U1}'"), &REVISION, rev.clone(), untagged.clone());
         yes_no(
             &format!("SpaceID = '{U2}' AND Tags ? '{U1}'"),
             &REVISION,
@@ -293,12 +244,7 @@ mod tests {
         let err = WhereExpr::parse("LEN(ApprovedBy) > 0", &UNIT).unwrap_err();
         assert_eq!(err.column, 5);
         let bad = json!([{"Source": "schema", "Message": "replicas must be > 0"}]);
-        yes_no(
-            "LEN(ValidationErrors) > 0",
-            &UNIT,
-            unit_with("/ValidationErrors", bad),
-            unit(),
-        );
+        yes_no("LEN(ValidationErrors) > 0", &UNIT, unit_with("/ValidationErrors", bad), unit());
     }
 
     #[test]
@@ -309,25 +255,10 @@ mod tests {
             unit(),
             unit_with("/LastReleasedRevisionNum", json!(7)),
         );
-        yes_no(
-            "LastReleasedRevisionNum = 0",
-            &UNIT,
-            unit_with("/LastReleasedRevisionNum", json!(0)),
-            unit(),
-        );
-        yes_no(
-            "UpstreamRevisionNum > 0",
-            &UNIT,
-            unit(),
-            unit_with("/UpstreamRevisionNum", json!(0)),
-        );
+        yes_no("LastReleasedRevisionNum = 0", &UNIT, unit_with("/LastReleasedRevisionNum", json!(0)), unit());
+        yes_no("UpstreamRevisionNum > 0", &UNIT, unit(), unit_with("/UpstreamRevisionNum", json!(0)));
         let src = "Unit.UpstreamRevisionNum < UpstreamUnit.HeadRevisionNum";
-        yes_no(
-            src,
-            &UNIT,
-            unit(),
-            unit_with("/UpstreamUnit/HeadRevisionNum", json!(3)),
-        );
+        yes_no(src, &UNIT, unit(), unit_with("/UpstreamUnit/HeadRevisionNum", json!(3)));
         let mut no_upstream = unit();
         no_upstream.as_object_mut().unwrap().remove("UpstreamUnit");
         assert!(!expr(src, &UNIT).matches(&no_upstream));
@@ -336,35 +267,13 @@ mod tests {
     #[test]
     fn examples_relations_and_conflicts() {
         let src = "UpstreamUnit.Slug = 'backend' AND Space.Labels.Environment = 'prod'";
-        yes_no(
-            src,
-            &UNIT,
-            unit(),
-            unit_with("/UpstreamUnit/Slug", json!("frontend")),
-        );
-        yes_no(
-            src,
-            &UNIT,
-            unit(),
-            unit_with("/Space/Labels/Environment", json!("dev")),
-        );
-        yes_no(
-            "Conflicts.*.Reason = 'ProtectedPath'",
-            &UNIT,
-            unit(),
-            unit_with("/Conflicts", json!([])),
-        );
+        yes_no(src, &UNIT, unit(), unit_with("/UpstreamUnit/Slug", json!("frontend")));
+        yes_no(src, &UNIT, unit(), unit_with("/Space/Labels/Environment", json!("dev")));
+        yes_no("Conflicts.*.Reason = 'ProtectedPath'", &UNIT, unit(), unit_with("/Conflicts", json!([])));
         // FromLink and MergeSourceID are not on the Unit allow-list here.
+        assert_eq!(WhereExpr::parse("FromLink.*.Slug = 'upgrade-app'", &UNIT).unwrap_err().token, "FromLink");
         assert_eq!(
-            WhereExpr::parse("FromLink.*.Slug = 'upgrade-app'", &UNIT)
-                .unwrap_err()
-                .token,
-            "FromLink"
-        );
-        assert_eq!(
-            WhereExpr::parse(&format!("MergeSourceID = '{U1}' IS NOT FALSE"), &UNIT)
-                .unwrap_err()
-                .column,
+            WhereExpr::parse(&format!("MergeSourceID = '{U1}' IS NOT FALSE"), &UNIT).unwrap_err().column,
             1
         );
     }
@@ -374,30 +283,10 @@ mod tests {
         let src = format!("TargetID = '{U1}' IS NOT FALSE");
         yes_no(&src, &UNIT, unit(), unit_with("/TargetID", json!(U2)));
         assert!(expr(&src, &UNIT).matches(&unit_with("/TargetID", json!(U1.to_uppercase()))));
-        yes_no(
-            "TargetID IS NOT NULL",
-            &UNIT,
-            unit_with("/TargetID", json!(U1)),
-            unit(),
-        );
-        yes_no(
-            "UpstreamUnitID IS NOT NULL",
-            &UNIT,
-            unit(),
-            unit_with("/UpstreamUnitID", json!(null)),
-        );
-        yes_no(
-            "Labels.tier IS NULL",
-            &UNIT,
-            unit(),
-            unit_with("/Labels", json!({"tier": "web"})),
-        );
-        yes_no(
-            "Labels.Stage IS NOT NULL",
-            &UNIT,
-            unit(),
-            unit_with("/Labels", json!({})),
-        );
+        yes_no("TargetID IS NOT NULL", &UNIT, unit_with("/TargetID", json!(U1)), unit());
+        yes_no("UpstreamUnitID IS NOT NULL", &UNIT, unit(), unit_with("/UpstreamUnitID", json!(null)));
+        yes_no("Labels.tier IS NULL", &UNIT, unit(), unit_with("/Labels", json!({"tier": "web"})));
+        yes_no("Labels.Stage IS NOT NULL", &UNIT, unit(), unit_with("/Labels", json!({})));
     }
 
     #[test]
@@ -427,16 +316,8 @@ mod tests {
 
     // ---- property (3): a AND b matches exactly when both match ----
 
-    const STRS: &[&str] = &[
-        "",
-        "a",
-        "b",
-        "app-1",
-        "prod",
-        "2025-01-07",
-        "2025-01-07T10:00:00Z",
-        "ProtectedPath",
-    ];
+    const STRS: &[&str] =
+        &["", "a", "b", "app-1", "prod", "2025-01-07", "2025-01-07T10:00:00Z", "ProtectedPath"];
     const INTS: &[i64] = &[-1, 0, 1, 2, 5];
 
     /// A random JSON object for `e` drawn from the same small pools as the literals.
@@ -466,24 +347,11 @@ mod tests {
             T::Map => {
                 let keys = KEYS;
                 let n = p.pick(keys.len() + 1);
-                Value::Object(
-                    keys[..n]
-                        .iter()
-                        .map(|k| (k.to_string(), json!(p.str())))
-                        .collect(),
-                )
+                Value::Object(keys[..n].iter().map(|k| (k.to_string(), json!(p.str()))).collect())
             }
-            T::Array(elem) => Value::Array(
-                (0..p.pick(3))
-                    .map(|_| gen_value(*elem, p, nested))
-                    .collect(),
-            ),
+            T::Array(elem) => Value::Array((0..p.pick(3)).map(|_| gen_value(*elem, p, nested)).collect()),
             T::ObjectArray(fields) => {
-                let fake = Entity {
-                    name: "element",
-                    self_qualifier: false,
-                    attrs: fields,
-                };
+                let fake = Entity { name: "element", self_qualifier: false, attrs: fields };
                 Value::Array((0..p.pick(3)).map(|_| gen_json(&fake, p, true)).collect())
             }
             T::Relation(target) if !nested => gen_json(target, p, true),
@@ -525,9 +393,7 @@ mod tests {
         for _ in 0..2000 {
             let nums: Vec<u32> = (0..64)
                 .map(|_| {
-                    seed = seed
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     (seed >> 33) as u32
                 })
                 .collect();

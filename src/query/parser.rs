@@ -15,11 +15,7 @@ pub(crate) fn parse(src: &str, entity: &'static Entity) -> Result<Vec<Clause>, Q
         let msg = format!("expression is too long ({n} characters; at most {MAX_EXPR_CHARS})");
         return Err(QueryError::new(MAX_EXPR_CHARS + 1, &rest, msg));
     }
-    let mut p = Parser {
-        lx: Lexer::new(src),
-        peeked: None,
-        entity,
-    };
+    let mut p = Parser { lx: Lexer::new(src), peeked: None, entity };
     let mut clauses = Vec::new();
     if p.peek()?.kind == TokKind::Eof {
         return Ok(clauses);
@@ -32,10 +28,7 @@ pub(crate) fn parse(src: &str, entity: &'static Entity) -> Result<Vec<Clause>, Q
             _ if t.is_kw("AND") => {}
             _ if t.is_kw("OR") => return Err(t.error("OR is not supported; use IN (...)")),
             _ => {
-                return Err(t.error(format!(
-                    "expected AND or end of expression, found '{}'",
-                    t.text
-                )));
+                return Err(t.error(format!("expected AND or end of expression, found '{}'", t.text)));
             }
         }
     }
@@ -77,11 +70,7 @@ impl Parser {
 
     fn expect(&mut self, kind: TokKind, what: &str) -> Result<Token, QueryError> {
         let t = self.next()?;
-        if t.kind == kind {
-            Ok(t)
-        } else {
-            Err(unexpected(&t, what))
-        }
+        if t.kind == kind { Ok(t) } else { Err(unexpected(&t, what)) }
     }
 
     fn path(&self, t: &Token) -> Result<AttrPath, QueryError> {
@@ -95,17 +84,15 @@ impl Parser {
                 return Err(t.error("parentheses are not supported; join clauses with AND only"));
             }
             TokKind::Ident if t.is_kw("NOT") => {
-                return Err(t.error(
-                    "NOT of a clause is not supported; use !=, NOT LIKE, NOT IN or IS NOT NULL",
-                ));
+                return Err(
+                    t.error("NOT of a clause is not supported; use !=, NOT LIKE, NOT IN or IS NOT NULL")
+                );
             }
             TokKind::Ident if t.is_kw("OR") => {
                 return Err(t.error("OR is not supported; use IN (...)"));
             }
             TokKind::Ident if t.is_kw("AND") => return Err(unexpected(&t, "an attribute")),
-            TokKind::Ident if t.is_kw("LEN") && self.peek()?.kind == TokKind::LParen => {
-                self.len_operand()?
-            }
+            TokKind::Ident if t.is_kw("LEN") && self.peek()?.kind == TokKind::LParen => self.len_operand()?,
             TokKind::Ident => Operand::Attr(self.path(&t)?),
             _ => return Err(unexpected(&t, "an attribute")),
         };
@@ -127,10 +114,7 @@ impl Parser {
         match truth_word(negated, &t) {
             Some(truth) => Ok(truth),
             None if t.kind == TokKind::Eof => Err(end_error(&t, "TRUE or FALSE after IS")),
-            None => Err(is.error(format!(
-                "expected IS [NOT] TRUE or FALSE, found '{}'",
-                t.text
-            ))),
+            None => Err(is.error(format!("expected IS [NOT] TRUE or FALSE, found '{}'", t.text))),
         }
     }
 
@@ -144,15 +128,8 @@ impl Parser {
             AttrType::String | AttrType::Map | AttrType::Array(_) | AttrType::ObjectArray(_)
         );
         if !sized || path.any {
-            let what = if path.any {
-                "a '*' path".to_string()
-            } else {
-                path.ty.describe()
-            };
-            let msg = format!(
-                "LEN needs an array, map or string attribute, but '{}' is {what}",
-                a.text
-            );
+            let what = if path.any { "a '*' path".to_string() } else { path.ty.describe() };
+            let msg = format!("LEN needs an array, map or string attribute, but '{}' is {what}", a.text);
             return Err(a.error(msg));
         }
         self.expect(TokKind::RParen, "')' after LEN(attribute")?;
@@ -182,17 +159,12 @@ impl Parser {
             }
             TokKind::Sym(Sym::Contains) => {
                 let AttrType::Array(elem) = ty else {
-                    return Err(op.error(format!(
-                        "'?' needs an array attribute, but '{name}' is {}",
-                        ty.describe()
-                    )));
+                    return Err(
+                        op.error(format!("'?' needs an array attribute, but '{name}' is {}", ty.describe()))
+                    );
                 };
                 let t = self.next()?;
-                Predicate::Contains(literal_for(
-                    &t,
-                    &format!("each element of '{name}'"),
-                    *elem,
-                )?)
+                Predicate::Contains(literal_for(&t, &format!("each element of '{name}'"), *elem)?)
             }
             TokKind::Sym(s) => {
                 let (kind, negated) = match s {
@@ -205,12 +177,8 @@ impl Parser {
                 };
                 self.matcher(&op, kind, negated, &name, ty)?
             }
-            TokKind::Ident if op.is_kw("LIKE") => {
-                self.matcher(&op, MatchKind::Like, false, &name, ty)?
-            }
-            TokKind::Ident if op.is_kw("ILIKE") => {
-                self.matcher(&op, MatchKind::ILike, false, &name, ty)?
-            }
+            TokKind::Ident if op.is_kw("LIKE") => self.matcher(&op, MatchKind::Like, false, &name, ty)?,
+            TokKind::Ident if op.is_kw("ILIKE") => self.matcher(&op, MatchKind::ILike, false, &name, ty)?,
             TokKind::Ident if op.is_kw("IN") => self.in_list(&op, false, &name, ty)?,
             TokKind::Ident if op.is_kw("NOT") => {
                 let t = self.next()?;
@@ -255,10 +223,7 @@ impl Parser {
             TokKind::Eof => return Err(end_error(&op, &format!("an operator after '{name}'"))),
             TokKind::Ident => return Err(op.error(format!("unknown operator '{}'", op.text))),
             _ => {
-                return Err(op.error(format!(
-                    "expected an operator after '{name}', found '{}'",
-                    op.text
-                )));
+                return Err(op.error(format!("expected an operator after '{name}', found '{}'", op.text)));
             }
         };
         Ok((pred, None))
@@ -302,11 +267,7 @@ impl Parser {
         };
         let pattern = Pattern::compile(kind, source)
             .map_err(|e| t.error(format!("invalid regular expression: {e}")))?;
-        Ok(Predicate::Match {
-            kind,
-            negated,
-            pattern,
-        })
+        Ok(Predicate::Match { kind, negated, pattern })
     }
 
     fn in_list(
@@ -349,10 +310,7 @@ fn check_compare(op: &Token, c: CmpOp, name: &str, ty: AttrType) -> Result<(), Q
             AttrType::ObjectArray(_) => format!("; use {name}.*.Field or LEN({name})"),
             _ => String::new(),
         };
-        return Err(op.error(format!(
-            "'{name}' is {} and cannot be compared{hint}",
-            ty.describe()
-        )));
+        return Err(op.error(format!("'{name}' is {} and cannot be compared{hint}", ty.describe())));
     }
     let ordering = !matches!(c, CmpOp::Eq | CmpOp::Ne);
     if ordering && matches!(class, Class::Bool | Class::Uuid) {
@@ -395,10 +353,7 @@ fn literal_for(t: &Token, target: &str, ty: AttrType) -> Result<Literal, QueryEr
             | (Class::Bool, Literal::Bool(_))
     );
     if !ok {
-        return Err(t.error(format!(
-            "type mismatch: {target} is {} but the value is {what}",
-            ty.describe()
-        )));
+        return Err(t.error(format!("type mismatch: {target} is {} but the value is {what}", ty.describe())));
     }
     Ok(lit)
 }
@@ -421,11 +376,7 @@ mod tests {
     /// Asserts the error column, token and that the message contains every word in `words`.
     fn check(src: &str, e: &'static Entity, column: usize, token: &str, words: &[&str]) {
         let got = err(src, e);
-        assert_eq!(
-            (got.column, got.token.as_str()),
-            (column, token),
-            "{src:?}: {got}"
-        );
+        assert_eq!((got.column, got.token.as_str()), (column, token), "{src:?}: {got}");
         for w in words {
             assert!(got.message.contains(w), "{src:?}: {got} lacks {w:?}");
         }
@@ -441,57 +392,20 @@ mod tests {
             &["unknown attribute 'FOO'", "allowed: UnitID, SpaceID, Slug"],
         );
         let e = err("Slug = 'a' AND FOO = 1", &UNIT);
-        assert!(e.to_string().starts_with("invalid where expression at column 16 near 'FOO': unknown attribute 'FOO' (allowed: "), "{e}");
-        check(
-            "Space.Foo = 'a'",
-            &UNIT,
-            7,
-            "Foo",
-            &["unknown attribute 'Foo' of Space", "ReleaseTargetID"],
+        assert!(
+            e.to_string().starts_with(
+                "invalid where expression at column 16 near 'FOO': unknown attribute 'FOO' (allowed: "
+            ),
+            "{e}"
         );
-        check(
-            "Conflicts.*.Nope = 'a'",
-            &UNIT,
-            13,
-            "Nope",
-            &["of Conflicts", "Reason"],
-        );
-        check(
-            "ApprovedBy ? 'x'",
-            &UNIT,
-            1,
-            "ApprovedBy",
-            &["unknown attribute"],
-        );
-        check(
-            "slug = 'a'",
-            &UNIT,
-            1,
-            "slug",
-            &["unknown attribute 'slug'"],
-        );
+        check("Space.Foo = 'a'", &UNIT, 7, "Foo", &["unknown attribute 'Foo' of Space", "ReleaseTargetID"]);
+        check("Conflicts.*.Nope = 'a'", &UNIT, 13, "Nope", &["of Conflicts", "Reason"]);
+        check("ApprovedBy ? 'x'", &UNIT, 1, "ApprovedBy", &["unknown attribute"]);
+        check("slug = 'a'", &UNIT, 1, "slug", &["unknown attribute 'slug'"]);
         // `Unit.` qualifies only the Unit entity's own attributes.
-        check(
-            "Unit.Slug = 'a'",
-            &REVISION,
-            1,
-            "Unit",
-            &["unknown attribute 'Unit'"],
-        );
-        check(
-            "Space.Slug = 'a'",
-            &SPACE,
-            1,
-            "Space",
-            &["unknown attribute 'Space'"],
-        );
-        check(
-            "UpstreamUnit.Unit.Slug = 'a'",
-            &UNIT,
-            14,
-            "Unit",
-            &["unknown attribute 'Unit' of Unit"],
-        );
+        check("Unit.Slug = 'a'", &REVISION, 1, "Unit", &["unknown attribute 'Unit'"]);
+        check("Space.Slug = 'a'", &SPACE, 1, "Space", &["unknown attribute 'Space'"]);
+        check("UpstreamUnit.Unit.Slug = 'a'", &UNIT, 14, "Unit", &["unknown attribute 'Unit' of Unit"]);
         // Keywords in value position that are not values.
         check("Slug = AND", &UNIT, 8, "AND", &["unknown attribute 'AND'"]);
     }
@@ -501,44 +415,20 @@ mod tests {
         check("Slug = 'abc", &UNIT, 8, "'abc", &["unterminated string"]);
         check("Slug IN ('a', 'b)", &UNIT, 15, "'b)", &["unterminated"]);
         check("TargetID = NULL", &UNIT, 12, "NULL", &["IS NULL"]);
-        check(
-            "HeadRevisionNum = 12345678901234567890",
-            &UNIT,
-            19,
-            "12345678901234567890",
-            &["18 digits"],
-        );
+        check("HeadRevisionNum = 12345678901234567890", &UNIT, 19, "12345678901234567890", &["18 digits"]);
         let long = format!("Slug = '{}'", "x".repeat(256));
-        check(
-            &long,
-            &UNIT,
-            8,
-            &format!("'{}...", "x".repeat(39)),
-            &["too long", "255"],
-        );
+        check(&long, &UNIT, 8, &format!("'{}...", "x".repeat(39)), &["too long", "255"]);
     }
 
     #[test]
     fn unexpected_end() {
         check("Slug =", &UNIT, 7, "", &["unexpected end", "value"]);
         check("Slug", &UNIT, 5, "", &["unexpected end", "operator"]);
-        check(
-            "Slug = 'a' AND",
-            &UNIT,
-            15,
-            "",
-            &["unexpected end", "attribute"],
-        );
+        check("Slug = 'a' AND", &UNIT, 15, "", &["unexpected end", "attribute"]);
         check("Slug = 'a' and  ", &UNIT, 17, "", &["unexpected end"]);
         check("Slug IN ('a'", &UNIT, 13, "", &["unexpected end", "')'"]);
         check("LEN(Slug", &UNIT, 9, "", &["unexpected end"]);
-        check(
-            "Slug = 'a' IS NOT",
-            &UNIT,
-            18,
-            "",
-            &["unexpected end", "TRUE or FALSE"],
-        );
+        check("Slug = 'a' IS NOT", &UNIT, 18, "", &["unexpected end", "TRUE or FALSE"]);
         let e = err("Slug =", &UNIT);
         assert_eq!(
             e.to_string(),
@@ -548,204 +438,54 @@ mod tests {
 
     #[test]
     fn unknown_operator() {
-        check(
-            "Slug EQUALS 'a'",
-            &UNIT,
-            6,
-            "EQUALS",
-            &["unknown operator 'EQUALS'"],
-        );
+        check("Slug EQUALS 'a'", &UNIT, 6, "EQUALS", &["unknown operator 'EQUALS'"]);
         check("Slug == 'a'", &UNIT, 6, "==", &["unknown operator '=='"]);
         check("Slug <> 'a'", &UNIT, 6, "<>", &["unknown operator"]);
-        check(
-            "Slug NOT EQUALS 'a'",
-            &UNIT,
-            10,
-            "EQUALS",
-            &["LIKE, ILIKE or IN after NOT"],
-        );
-        check(
-            "TargetID IS FOO",
-            &UNIT,
-            13,
-            "FOO",
-            &["NULL, NOT NULL, TRUE or FALSE"],
-        );
+        check("Slug NOT EQUALS 'a'", &UNIT, 10, "EQUALS", &["LIKE, ILIKE or IN after NOT"]);
+        check("TargetID IS FOO", &UNIT, 13, "FOO", &["NULL, NOT NULL, TRUE or FALSE"]);
         check("Slug 'a'", &UNIT, 6, "'a'", &["expected an operator"]);
-        check(
-            "Slug = 'a' IS MAYBE",
-            &UNIT,
-            12,
-            "IS",
-            &["IS [NOT] TRUE or FALSE", "MAYBE"],
-        );
+        check("Slug = 'a' IS MAYBE", &UNIT, 12, "IS", &["IS [NOT] TRUE or FALSE", "MAYBE"]);
     }
 
     #[test]
     fn or_not_and_parentheses() {
-        check(
-            "Slug = 'a' OR Slug = 'b'",
-            &UNIT,
-            12,
-            "OR",
-            &["OR is not supported; use IN (...)"],
-        );
-        check(
-            "Slug = 'a' or Slug = 'b'",
-            &UNIT,
-            12,
-            "or",
-            &["OR is not supported"],
-        );
+        check("Slug = 'a' OR Slug = 'b'", &UNIT, 12, "OR", &["OR is not supported; use IN (...)"]);
+        check("Slug = 'a' or Slug = 'b'", &UNIT, 12, "or", &["OR is not supported"]);
         check("OR Slug = 'b'", &UNIT, 1, "OR", &["OR is not supported"]);
-        check(
-            "Slug = 'a' || Slug = 'b'",
-            &UNIT,
-            12,
-            "||",
-            &["OR is not supported"],
-        );
-        check(
-            "(Slug = 'a')",
-            &UNIT,
-            1,
-            "(",
-            &["parentheses are not supported"],
-        );
-        check(
-            "Slug = 'a' AND (Slug = 'b')",
-            &UNIT,
-            16,
-            "(",
-            &["parentheses"],
-        );
-        check(
-            "NOT Slug = 'a'",
-            &UNIT,
-            1,
-            "NOT",
-            &["NOT of a clause is not supported"],
-        );
-        check(
-            "Slug = 'a' Slug = 'b'",
-            &UNIT,
-            12,
-            "Slug",
-            &["expected AND"],
-        );
-        check(
-            "Slug = 'a' AND AND Slug = 'b'",
-            &UNIT,
-            16,
-            "AND",
-            &["expected an attribute"],
-        );
+        check("Slug = 'a' || Slug = 'b'", &UNIT, 12, "||", &["OR is not supported"]);
+        check("(Slug = 'a')", &UNIT, 1, "(", &["parentheses are not supported"]);
+        check("Slug = 'a' AND (Slug = 'b')", &UNIT, 16, "(", &["parentheses"]);
+        check("NOT Slug = 'a'", &UNIT, 1, "NOT", &["NOT of a clause is not supported"]);
+        check("Slug = 'a' Slug = 'b'", &UNIT, 12, "Slug", &["expected AND"]);
+        check("Slug = 'a' AND AND Slug = 'b'", &UNIT, 16, "AND", &["expected an attribute"]);
         check("'a' = Slug", &UNIT, 1, "'a'", &["expected an attribute"]);
     }
 
     #[test]
     fn type_mismatches() {
-        check(
-            "HeadRevisionNum LIKE '1%'",
-            &UNIT,
-            17,
-            "LIKE",
-            &["string attribute", "an Int"],
-        );
-        check(
-            "HeadRevisionNum NOT ILIKE '1%'",
-            &UNIT,
-            17,
-            "NOT",
-            &["string attribute"],
-        );
-        check(
-            "SpaceID ~ 'abc'",
-            &UNIT,
-            9,
-            "~",
-            &["string attribute", "Uuid"],
-        );
-        check(
-            "Slug ? 'x'",
-            &UNIT,
-            6,
-            "?",
-            &["'?' needs an array", "a String"],
-        );
+        check("HeadRevisionNum LIKE '1%'", &UNIT, 17, "LIKE", &["string attribute", "an Int"]);
+        check("HeadRevisionNum NOT ILIKE '1%'", &UNIT, 17, "NOT", &["string attribute"]);
+        check("SpaceID ~ 'abc'", &UNIT, 9, "~", &["string attribute", "Uuid"]);
+        check("Slug ? 'x'", &UNIT, 6, "?", &["'?' needs an array", "a String"]);
         check("Conflicts ? 'x'", &UNIT, 11, "?", &["'?' needs an array"]);
-        check(
-            "Tags ? 5",
-            &REVISION,
-            8,
-            "5",
-            &["type mismatch", "each element of 'Tags' is a Uuid"],
-        );
+        check("Tags ? 5", &REVISION, 8, "5", &["type mismatch", "each element of 'Tags' is a Uuid"]);
         check("Slug IS NULL", &UNIT, 6, "IS", &["never null"]);
-        check(
-            "HeadRevisionNum IS NOT NULL",
-            &UNIT,
-            17,
-            "IS",
-            &["never null"],
-        );
-        check(
-            "Conflicts.*.Reason IS NULL",
-            &UNIT,
-            20,
-            "IS",
-            &["never null"],
-        );
-        check(
-            "SpaceID < 'x'",
-            &UNIT,
-            9,
-            "<",
-            &["'<' cannot be used", "only = and !="],
-        );
+        check("HeadRevisionNum IS NOT NULL", &UNIT, 17, "IS", &["never null"]);
+        check("Conflicts.*.Reason IS NULL", &UNIT, 20, "IS", &["never null"]);
+        check("SpaceID < 'x'", &UNIT, 9, "<", &["'<' cannot be used", "only = and !="]);
         check("TargetID >= 'x'", &UNIT, 10, ">=", &["Uuid"]);
         check("Admin > true", &USER, 7, ">", &["a Bool"]);
-        check(
-            "HeadRevisionNum = '5'",
-            &UNIT,
-            19,
-            "'5'",
-            &["type mismatch", "an Int", "a string"],
-        );
-        check(
-            "Slug = 5",
-            &UNIT,
-            8,
-            "5",
-            &["type mismatch", "a String", "an integer"],
-        );
+        check("HeadRevisionNum = '5'", &UNIT, 19, "'5'", &["type mismatch", "an Int", "a string"]);
+        check("Slug = 5", &UNIT, 8, "5", &["type mismatch", "a String", "an integer"]);
         check("Admin = 'yes'", &USER, 9, "'yes'", &["type mismatch"]);
         check("Slug IN ('a', 2)", &UNIT, 15, "2", &["type mismatch"]);
-        check(
-            "HeadRevisionNum > Slug",
-            &UNIT,
-            19,
-            "Slug",
-            &["type mismatch", "an Int", "a String"],
-        );
+        check("HeadRevisionNum > Slug", &UNIT, 19, "Slug", &["type mismatch", "an Int", "a String"]);
         check("SpaceID = Slug", &UNIT, 11, "Slug", &["type mismatch"]);
         check("Labels = 'x'", &UNIT, 8, "=", &["a Map", "Labels.key"]);
         check("Tags = 'x'", &REVISION, 6, "=", &["Tags ? 'value'"]);
         check("Conflicts = 'x'", &UNIT, 11, "=", &["Conflicts.*.Field"]);
-        check(
-            "LEN(HeadRevisionNum) > 0",
-            &UNIT,
-            5,
-            "HeadRevisionNum",
-            &["LEN needs", "an Int"],
-        );
-        check(
-            "LEN(Conflicts.*.Reason) > 0",
-            &UNIT,
-            5,
-            "Conflicts.*.Reason",
-            &["'*' path"],
-        );
+        check("LEN(HeadRevisionNum) > 0", &UNIT, 5, "HeadRevisionNum", &["LEN needs", "an Int"]);
+        check("LEN(Conflicts.*.Reason) > 0", &UNIT, 5, "Conflicts.*.Reason", &["'*' path"]);
         check("LEN(Slug) = 'a'", &UNIT, 13, "'a'", &["type mismatch"]);
         check("Slug IS TRUE", &UNIT, 6, "IS", &["needs a comparison"]);
         check("Admin IN (true)", &USER, 7, "IN", &["IN needs"]);
@@ -763,88 +503,22 @@ mod tests {
             "'(unclosed'",
             &["invalid regular expression", "unclosed group"],
         );
-        check(
-            "Slug !~* '['",
-            &UNIT,
-            10,
-            "'['",
-            &["invalid regular expression"],
-        );
+        check("Slug !~* '['", &UNIT, 10, "'['", &["invalid regular expression"]);
         // Huge compiled programs are refused instead of eating memory.
-        check(
-            "Slug ~ 'a{1000}{1000}'",
-            &UNIT,
-            8,
-            "'a{1000}{1000}'",
-            &["invalid regular expression"],
-        );
+        check("Slug ~ 'a{1000}{1000}'", &UNIT, 8, "'a{1000}{1000}'", &["invalid regular expression"]);
     }
 
     #[test]
     fn bad_paths() {
-        check(
-            "Tags.*.x = 'a'",
-            &REVISION,
-            6,
-            "*",
-            &["'*' needs an array of objects", "an array of Uuid"],
-        );
-        check(
-            "Slug.*.x = 'a'",
-            &UNIT,
-            6,
-            "*",
-            &["'*' needs an array of objects"],
-        );
-        check(
-            "Slug.Foo = 'a'",
-            &UNIT,
-            6,
-            "Foo",
-            &["'Slug' is a String", "no attribute 'Foo'"],
-        );
-        check(
-            "Conflicts.*.Reason.x = 'a'",
-            &UNIT,
-            20,
-            "x",
-            &["no attribute 'x'"],
-        );
-        check(
-            "Conflicts.Reason = 'a'",
-            &UNIT,
-            11,
-            "Reason",
-            &["Conflicts.*.Resource"],
-        );
-        check(
-            "Conflicts.* = 'a'",
-            &UNIT,
-            11,
-            "*",
-            &["must be followed by a field"],
-        );
-        check(
-            "UpstreamUnit.Space.Slug = 'a'",
-            &UNIT,
-            14,
-            "Space",
-            &["not reachable"],
-        );
-        check(
-            "UpstreamUnit.UpstreamUnit.Slug = 'a'",
-            &UNIT,
-            14,
-            "UpstreamUnit",
-            &["one level"],
-        );
-        check(
-            "Space = 'a'",
-            &UNIT,
-            1,
-            "Space",
-            &["relation", "Space.Slug"],
-        );
+        check("Tags.*.x = 'a'", &REVISION, 6, "*", &["'*' needs an array of objects", "an array of Uuid"]);
+        check("Slug.*.x = 'a'", &UNIT, 6, "*", &["'*' needs an array of objects"]);
+        check("Slug.Foo = 'a'", &UNIT, 6, "Foo", &["'Slug' is a String", "no attribute 'Foo'"]);
+        check("Conflicts.*.Reason.x = 'a'", &UNIT, 20, "x", &["no attribute 'x'"]);
+        check("Conflicts.Reason = 'a'", &UNIT, 11, "Reason", &["Conflicts.*.Resource"]);
+        check("Conflicts.* = 'a'", &UNIT, 11, "*", &["must be followed by a field"]);
+        check("UpstreamUnit.Space.Slug = 'a'", &UNIT, 14, "Space", &["not reachable"]);
+        check("UpstreamUnit.UpstreamUnit.Slug = 'a'", &UNIT, 14, "UpstreamUnit", &["one level"]);
+        check("Space = 'a'", &UNIT, 1, "Space", &["relation", "Space.Slug"]);
         check("Labels.a*b = 'x'", &UNIT, 8, "a*b", &["invalid key"]);
         check("Labels. = 'x'", &UNIT, 8, "", &["invalid key"]);
         check("Slug..x = 'a'", &UNIT, 6, "", &["no attribute ''"]);
@@ -853,13 +527,7 @@ mod tests {
 
     #[test]
     fn columns_count_chars_across_lines() {
-        check(
-            "Slug = 'é'\nAND\tFOO = 1",
-            &UNIT,
-            16,
-            "FOO",
-            &["unknown attribute"],
-        );
+        check("Slug = 'é'\nAND\tFOO = 1", &UNIT, 16, "FOO", &["unknown attribute"]);
         check("Slug = 'a' AND\n  (x", &UNIT, 18, "(", &["parentheses"]);
     }
 
@@ -867,13 +535,7 @@ mod tests {
     fn length_limit() {
         let pad = " ".repeat(4096 - 10);
         assert!(parse(&format!("{pad}Slug = 'a'"), &UNIT).is_ok());
-        check(
-            &format!("{pad}Slug = 'ab'"),
-            &UNIT,
-            4097,
-            "'",
-            &["too long", "4096"],
-        );
+        check(&format!("{pad}Slug = 'ab'"), &UNIT, 4097, "'", &["too long", "4096"]);
     }
 
     #[test]
@@ -886,18 +548,9 @@ mod tests {
     fn canonical_text() {
         let cases = [
             ("slug~~'a%'", "Slug LIKE 'a%'"),
-            (
-                "Slug !~~ 'a%'  and  Slug ilike 'B_'",
-                "Slug NOT LIKE 'a%'|Slug ILIKE 'B_'",
-            ),
-            (
-                "Slug not ilike 'x' AND Slug ~* '^a'",
-                "Slug NOT ILIKE 'x'|Slug ~* '^a'",
-            ),
-            (
-                "Labels.env not in ('dev','it''s')",
-                "Labels.env NOT IN ('dev', 'it''s')",
-            ),
+            ("Slug !~~ 'a%'  and  Slug ilike 'B_'", "Slug NOT LIKE 'a%'|Slug ILIKE 'B_'"),
+            ("Slug not ilike 'x' AND Slug ~* '^a'", "Slug NOT ILIKE 'x'|Slug ~* '^a'"),
+            ("Labels.env not in ('dev','it''s')", "Labels.env NOT IN ('dev', 'it''s')"),
             ("len(Labels)>=-1", "LEN(Labels) >= -1"),
             ("TargetID = 'A' is not false", "TargetID = 'A' IS NOT FALSE"),
             (
@@ -908,11 +561,7 @@ mod tests {
         ];
         for (src, want) in cases {
             let src = src.replacen("slug", "Slug", 1);
-            let got: Vec<String> = parse(&src, &UNIT)
-                .unwrap()
-                .iter()
-                .map(|c| c.to_string())
-                .collect();
+            let got: Vec<String> = parse(&src, &UNIT).unwrap().iter().map(|c| c.to_string()).collect();
             assert_eq!(got.join("|"), want, "{src}");
         }
         let got = parse("Admin is not TRUE AND Admin != FALSE", &USER).unwrap();
@@ -926,11 +575,7 @@ mod tests {
     fn every_entity_has_slug_or_common_fields() {
         for e in ENTITIES {
             assert!(
-                parse(
-                    "Version > 0 AND CreatedAt >= '2025' AND UpdatedAt < '2026'",
-                    e
-                )
-                .is_ok(),
+                parse("Version > 0 AND CreatedAt >= '2025' AND UpdatedAt < '2026'", e).is_ok(),
                 "{}",
                 e.name
             );

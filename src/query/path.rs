@@ -31,10 +31,7 @@ pub(crate) struct AttrPath {
 }
 
 fn valid_map_key(key: &str) -> bool {
-    !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
 fn allowed(attrs: &[Attr]) -> String {
@@ -42,11 +39,7 @@ fn allowed(attrs: &[Attr]) -> String {
 }
 
 /// Resolves the path token `text` (starting at 1-based column `col`) against `entity`.
-pub(crate) fn resolve(
-    text: &str,
-    col: usize,
-    entity: &'static Entity,
-) -> Result<AttrPath, QueryError> {
+pub(crate) fn resolve(text: &str, col: usize, entity: &'static Entity) -> Result<AttrPath, QueryError> {
     // Segments with their byte offsets (the token is ASCII, so bytes = chars).
     let mut segs: Vec<(usize, &str)> = Vec::new();
     let mut start = 0;
@@ -82,18 +75,8 @@ pub(crate) fn resolve(
             return err(i, "empty segment in attribute path".into());
         }
         let Some(attr) = scope.iter().find(|a| a.name == seg) else {
-            let of = if path.steps.is_empty() {
-                String::new()
-            } else {
-                format!(" of {owner}")
-            };
-            return err(
-                i,
-                format!(
-                    "unknown attribute '{seg}'{of} (allowed: {})",
-                    allowed(scope)
-                ),
-            );
+            let of = if path.steps.is_empty() { String::new() } else { format!(" of {owner}") };
+            return err(i, format!("unknown attribute '{seg}'{of} (allowed: {})", allowed(scope)));
         };
         path.steps.push(Step::Key(seg.to_string()));
         let last = i + 1 == segs.len();
@@ -124,9 +107,7 @@ pub(crate) fn resolve(
             AttrType::Map if !last => {
                 let key = &text[off + seg.len() + 1..];
                 if !valid_map_key(key) {
-                    let msg = format!(
-                        "invalid key '{key}' for map '{seg}' (letters, digits and -_./ only)"
-                    );
+                    let msg = format!("invalid key '{key}' for map '{seg}' (letters, digits and -_./ only)");
                     return Err(QueryError::new(col + off + seg.len() + 1, key, msg));
                 }
                 path.steps.push(Step::Key(key.to_string()));
@@ -147,10 +128,7 @@ pub(crate) fn resolve(
                 if i + 2 == segs.len() {
                     return err(
                         i + 1,
-                        format!(
-                            "'*' must be followed by a field of {seg} (allowed: {})",
-                            allowed(fields)
-                        ),
+                        format!("'*' must be followed by a field of {seg} (allowed: {})", allowed(fields)),
                     );
                 }
                 path.steps.push(Step::Any);
@@ -162,16 +140,9 @@ pub(crate) fn resolve(
             }
             ty if !last => {
                 let what = if segs[i + 1].1 == "*" {
-                    format!(
-                        "'*' needs an array of objects, but '{seg}' is {}",
-                        ty.describe()
-                    )
+                    format!("'*' needs an array of objects, but '{seg}' is {}", ty.describe())
                 } else {
-                    format!(
-                        "'{seg}' is {}; it has no attribute '{}'",
-                        ty.describe(),
-                        segs[i + 1].1
-                    )
+                    format!("'{seg}' is {}; it has no attribute '{}'", ty.describe(), segs[i + 1].1)
                 };
                 return err(i + 1, what);
             }
@@ -217,10 +188,7 @@ mod tests {
             (vec!["HeadRevisionNum".into()], AttrType::Int, false, false)
         );
         let q = ok("Unit.HeadRevisionNum", &UNIT);
-        assert_eq!(
-            (q.steps, q.text.as_str()),
-            (p.steps, "Unit.HeadRevisionNum")
-        );
+        assert_eq!((q.steps, q.text.as_str()), (p.steps, "Unit.HeadRevisionNum"));
         assert!(ok("TargetID", &UNIT).nullable);
         assert!(!ok("SpaceID", &UNIT).nullable);
     }
@@ -245,14 +213,8 @@ mod tests {
         assert_eq!(keys(&p), ["Conflicts", "*", "Reason"]);
         assert_eq!((p.any, p.nullable, p.ty), (true, false, AttrType::String));
         let p = ok("UpstreamUnit.Conflicts.*.UpstreamRevisionNum", &UNIT);
-        assert_eq!(
-            (p.any, p.nullable, p.relation, p.ty),
-            (true, false, Some("UpstreamUnit"), AttrType::Int)
-        );
-        assert_eq!(
-            ok("ValidationErrors.*.Message", &REVISION).ty,
-            AttrType::String
-        );
+        assert_eq!((p.any, p.nullable, p.relation, p.ty), (true, false, Some("UpstreamUnit"), AttrType::Int));
+        assert_eq!(ok("ValidationErrors.*.Message", &REVISION).ty, AttrType::String);
     }
 
     #[test]

@@ -22,12 +22,7 @@ pub(crate) struct Picks<'a> {
 
 impl<'a> Picks<'a> {
     pub(crate) fn new(nums: &'a [u32], strs: &'a [String], ints: &'a [i64]) -> Self {
-        Picks {
-            nums,
-            strs,
-            ints,
-            n: 0,
-        }
+        Picks { nums, strs, ints, n: 0 }
     }
     pub(crate) fn pick(&mut self, k: usize) -> usize {
         self.n += 1;
@@ -46,11 +41,7 @@ impl<'a> Picks<'a> {
     }
     fn ws(&mut self, tight: bool) -> &'static str {
         let all = ["", " ", "\t", "\n  ", "   "];
-        if tight {
-            all[self.pick(all.len())]
-        } else {
-            all[1 + self.pick(all.len() - 1)]
-        }
+        if tight { all[self.pick(all.len())] } else { all[1 + self.pick(all.len() - 1)] }
     }
     /// A keyword in a random letter case.
     pub(crate) fn kw(&mut self, word: &str) -> String {
@@ -78,37 +69,17 @@ fn add(prefix: &str, attrs: &[Attr], in_rel: bool, out: &mut Vec<Cand>) {
             AttrType::Relation(_) => {}
             AttrType::Map => {
                 for k in KEYS {
-                    out.push(Cand {
-                        text: format!("{text}.{k}"),
-                        ty: AttrType::String,
-                        nullable: true,
-                    });
+                    out.push(Cand { text: format!("{text}.{k}"), ty: AttrType::String, nullable: true });
                 }
-                out.push(Cand {
-                    text,
-                    ty: a.ty,
-                    nullable: true,
-                });
+                out.push(Cand { text, ty: a.ty, nullable: true });
             }
             AttrType::ObjectArray(fields) => {
                 for f in fields {
-                    out.push(Cand {
-                        text: format!("{text}.*.{}", f.name),
-                        ty: f.ty,
-                        nullable: false,
-                    });
+                    out.push(Cand { text: format!("{text}.*.{}", f.name), ty: f.ty, nullable: false });
                 }
-                out.push(Cand {
-                    text,
-                    ty: a.ty,
-                    nullable: in_rel,
-                });
+                out.push(Cand { text, ty: a.ty, nullable: in_rel });
             }
-            ty => out.push(Cand {
-                text,
-                ty,
-                nullable: in_rel || ty == AttrType::NullableUuid,
-            }),
+            ty => out.push(Cand { text, ty, nullable: in_rel || ty == AttrType::NullableUuid }),
         }
     }
 }
@@ -118,15 +89,8 @@ pub(crate) fn candidates(e: &'static Entity) -> Vec<Cand> {
     let mut out = Vec::new();
     add("", e.attrs, false, &mut out);
     if e.self_qualifier {
-        let own: Vec<Cand> = out
-            .iter()
-            .filter(|c| !c.text.contains('.'))
-            .cloned()
-            .collect();
-        out.extend(own.into_iter().map(|c| Cand {
-            text: format!("{}.{}", e.name, c.text),
-            ..c
-        }));
+        let own: Vec<Cand> = out.iter().filter(|c| !c.text.contains('.')).cloned().collect();
+        out.extend(own.into_iter().map(|c| Cand { text: format!("{}.{}", e.name, c.text), ..c }));
     }
     out
 }
@@ -145,10 +109,9 @@ pub(crate) fn gen_clause(c: &Cand, all: &[Cand], p: &mut Picks) -> (String, Stri
     let class = c.ty.class();
     let lhs = c.text.clone();
     let (mut canon, mut var) = (lhs.clone(), lhs.clone());
-    let len = matches!(
-        c.ty,
-        AttrType::String | AttrType::Map | AttrType::Array(_) | AttrType::ObjectArray(_)
-    ) && !c.text.contains('*');
+    let len =
+        matches!(c.ty, AttrType::String | AttrType::Map | AttrType::Array(_) | AttrType::ObjectArray(_))
+            && !c.text.contains('*');
     // Options: 0 compare literal, 1 compare attribute, 2 pattern, 3 IN, 4 IS NULL, 5 ?, 6 LEN, 7 bare.
     let mut opts = Vec::new();
     if class != Class::Other {
@@ -182,49 +145,25 @@ pub(crate) fn gen_clause(c: &Cand, all: &[Cand], p: &mut Picks) -> (String, Stri
         0 | 1 | 6 => {
             let (ty, rhs_class) = if opt == 6 {
                 canon = format!("LEN({lhs})");
-                var = format!(
-                    "{}{}({}{lhs}{})",
-                    p.kw("LEN"),
-                    p.ws(true),
-                    p.ws(true),
-                    p.ws(true)
-                );
+                var = format!("{}{}({}{lhs}{})", p.kw("LEN"), p.ws(true), p.ws(true), p.ws(true));
                 (AttrType::Int, Class::Int)
             } else {
                 (c.ty, class)
             };
-            let ops: &[&str] = if opt == 6 {
-                &["=", "!=", "<", ">", "<=", ">="]
-            } else {
-                ops
-            };
+            let ops: &[&str] = if opt == 6 { &["=", "!=", "<", ">", "<=", ">="] } else { ops };
             let op = ops[p.pick(ops.len())];
             let same: Vec<&Cand> = all.iter().filter(|o| o.ty.class() == rhs_class).collect();
-            let rhs = if opt == 1 && !same.is_empty() {
-                same[p.pick(same.len())].text.clone()
-            } else {
-                lit(ty, p)
-            };
+            let rhs =
+                if opt == 1 && !same.is_empty() { same[p.pick(same.len())].text.clone() } else { lit(ty, p) };
             canon += &format!(" {op} {rhs}");
             var += &format!("{w1}{op}{w2}{rhs}");
         }
         2 => {
             let (op, vop) = match p.pick(8) {
-                0 => (
-                    "LIKE",
-                    if p.pick(2) == 0 {
-                        p.kw("LIKE")
-                    } else {
-                        "~~".into()
-                    },
-                ),
+                0 => ("LIKE", if p.pick(2) == 0 { p.kw("LIKE") } else { "~~".into() }),
                 1 => (
                     "NOT LIKE",
-                    if p.pick(2) == 0 {
-                        format!("{} {}", p.kw("NOT"), p.kw("LIKE"))
-                    } else {
-                        "!~~".into()
-                    },
+                    if p.pick(2) == 0 { format!("{} {}", p.kw("NOT"), p.kw("LIKE")) } else { "!~~".into() },
                 ),
                 2 => ("ILIKE", p.kw("ILIKE")),
                 3 => ("NOT ILIKE", format!("{}\t{}", p.kw("NOT"), p.kw("ILIKE"))),
@@ -234,18 +173,8 @@ pub(crate) fn gen_clause(c: &Cand, all: &[Cand], p: &mut Picks) -> (String, Stri
                 _ => ("!~*", "!~*".into()),
             };
             let pat = if op.contains('~') {
-                let valid = [
-                    "^app-[0-9]+$",
-                    "prod|staging",
-                    "(?x) a b",
-                    "\\d{2,4}",
-                    "[[:alpha:]]+",
-                ];
-                if p.pick(2) == 0 {
-                    valid[p.pick(valid.len())].to_string()
-                } else {
-                    regex::escape(&p.str())
-                }
+                let valid = ["^app-[0-9]+$", "prod|staging", "(?x) a b", "\\d{2,4}", "[[:alpha:]]+"];
+                if p.pick(2) == 0 { valid[p.pick(valid.len())].to_string() } else { regex::escape(&p.str()) }
             } else {
                 p.str()
             };
@@ -257,36 +186,18 @@ pub(crate) fn gen_clause(c: &Cand, all: &[Cand], p: &mut Picks) -> (String, Stri
             let n = 1 + p.pick(3);
             let items: Vec<String> = (0..n).map(|_| lit(c.ty, p)).collect();
             let not = p.pick(2) == 0;
-            canon += &format!(
-                " {}IN ({})",
-                if not { "NOT " } else { "" },
-                items.join(", ")
-            );
-            let vnot = if not {
-                format!("{} ", p.kw("NOT"))
-            } else {
-                String::new()
-            };
-            var += &format!(
-                " {vnot}{}{w1}({})",
-                p.kw("IN"),
-                items.join(&format!("{w2},{w1}"))
-            );
+            canon += &format!(" {}IN ({})", if not { "NOT " } else { "" }, items.join(", "));
+            let vnot = if not { format!("{} ", p.kw("NOT")) } else { String::new() };
+            var += &format!(" {vnot}{}{w1}({})", p.kw("IN"), items.join(&format!("{w2},{w1}")));
         }
         4 => {
             let not = p.pick(2) == 0;
             canon += if not { " IS NOT NULL" } else { " IS NULL" };
-            let vnot = if not {
-                format!(" {}", p.kw("NOT"))
-            } else {
-                String::new()
-            };
+            let vnot = if not { format!(" {}", p.kw("NOT")) } else { String::new() };
             var += &format!(" {}{vnot} {}", p.kw("IS"), p.kw("NULL"));
         }
         5 => {
-            let AttrType::Array(elem) = c.ty else {
-                unreachable!()
-            };
+            let AttrType::Array(elem) = c.ty else { unreachable!() };
             let l = lit(*elem, p);
             canon += &format!(" ? {l}");
             var += &format!("{w1}?{w2}{l}");
@@ -298,11 +209,7 @@ pub(crate) fn gen_clause(c: &Cand, all: &[Cand], p: &mut Picks) -> (String, Stri
     if t < 4 {
         let (not, word) = (t >= 2, ["TRUE", "FALSE"][t % 2]);
         canon += &format!(" IS {}{word}", if not { "NOT " } else { "" });
-        let vnot = if not {
-            format!("{} ", p.kw("NOT"))
-        } else {
-            String::new()
-        };
+        let vnot = if not { format!("{} ", p.kw("NOT")) } else { String::new() };
         var += &format!(" {} {vnot}{}", p.kw("IS"), p.kw(word));
     }
     (canon, var)

@@ -5,10 +5,11 @@ use super::{Backend, Result, Store};
 use sqlx::Executor;
 
 /// Every migration ever shipped, in order. Never edit one that has shipped; append.
-const MIGRATIONS: &[(i64, &[&str])] = &[(
-    1,
-    &[
-        "CREATE TABLE entities (
+const MIGRATIONS: &[(i64, &[&str])] = &[
+    (
+        1,
+        &[
+            "CREATE TABLE entities (
             kind TEXT NOT NULL,
             id TEXT NOT NULL PRIMARY KEY,
             space_id TEXT NOT NULL,
@@ -16,8 +17,8 @@ const MIGRATIONS: &[(i64, &[&str])] = &[(
             version BIGINT NOT NULL,
             body TEXT NOT NULL,
             UNIQUE (kind, space_id, slug))",
-        "CREATE INDEX entities_by_container ON entities (kind, space_id)",
-        "CREATE TABLE revisions (
+            "CREATE INDEX entities_by_container ON entities (kind, space_id)",
+            "CREATE TABLE revisions (
             unit_id TEXT NOT NULL,
             revision_num BIGINT NOT NULL,
             revision_id TEXT NOT NULL UNIQUE,
@@ -25,13 +26,29 @@ const MIGRATIONS: &[(i64, &[&str])] = &[(
             body TEXT NOT NULL,
             data TEXT NOT NULL,
             PRIMARY KEY (unit_id, revision_num))",
-        "CREATE TABLE tokens (
+            "CREATE TABLE tokens (
             token_hash TEXT NOT NULL PRIMARY KEY,
             user_id TEXT NOT NULL,
             created_at TEXT NOT NULL)",
-        "CREATE INDEX tokens_by_user ON tokens (user_id)",
-    ],
-)];
+            "CREATE INDEX tokens_by_user ON tokens (user_id)",
+        ],
+    ),
+    (
+        2,
+        &[
+            // Which revisions carry a Tag or a ChangeOrder: the set-based index behind tag lookups,
+            // ChangeOrder state and release bundling. Revision.Tags/ChangeOrders are read from here.
+            "CREATE TABLE revision_marks (
+            kind TEXT NOT NULL,
+            mark_id TEXT NOT NULL,
+            unit_id TEXT NOT NULL,
+            revision_num BIGINT NOT NULL,
+            space_id TEXT NOT NULL,
+            PRIMARY KEY (kind, mark_id, unit_id, revision_num))",
+            "CREATE INDEX revision_marks_by_unit ON revision_marks (unit_id, revision_num)",
+        ],
+    ),
+];
 
 pub(super) async fn run(store: &Store) -> Result<()> {
     let pool = store.pool();
@@ -45,11 +62,10 @@ pub(super) async fn run(store: &Store) -> Result<()> {
             // Two processes starting at once must not both migrate.
             tx.execute("SELECT pg_advisory_xact_lock(7070)").await?;
         }
-        let done: Option<(i64,)> =
-            sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
-                .bind(*version)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let done: Option<(i64,)> = sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
+            .bind(*version)
+            .fetch_optional(&mut *tx)
+            .await?;
         if done.is_some() {
             continue;
         }

@@ -14,7 +14,7 @@ mod postgres;
 mod sqlite;
 mod tx;
 
-pub use tx::Tx;
+pub use tx::{MarkKind, Marked, Tx};
 
 use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
@@ -32,11 +32,7 @@ pub enum StoreError {
     #[error(
         "{kind} '{id}' was changed by someone else: you sent Version {sent}, it is now at a newer one; re-read and retry"
     )]
-    VersionConflict {
-        kind: &'static str,
-        id: String,
-        sent: i64,
-    },
+    VersionConflict { kind: &'static str, id: String, sent: i64 },
     #[error("concurrent write to {what}; retry")]
     Busy { what: String },
     #[error("unsupported store URL '{0}': expected sqlite://PATH or postgres://…")]
@@ -116,7 +112,5 @@ impl Store {
 }
 
 fn pool_options() -> AnyPoolOptions {
-    AnyPoolOptions::new()
-        .max_connections(8)
-        .acquire_timeout(std::time::Duration::from_secs(30))
+    AnyPoolOptions::new().max_connections(8).acquire_timeout(std::time::Duration::from_secs(30))
 }

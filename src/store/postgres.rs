@@ -24,8 +24,7 @@ fn split_schema(url: &str) -> Result<(String, Option<String>)> {
     if let Some(s) = &schema {
         let valid = !s.is_empty()
             && s.len() <= 63
-            && s.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
             && !s.starts_with(|c: char| c.is_ascii_digit());
         if !valid {
             return Err(StoreError::BadUrl(format!(
@@ -33,11 +32,7 @@ fn split_schema(url: &str) -> Result<(String, Option<String>)> {
             )));
         }
     }
-    let base = if rest.is_empty() {
-        base.to_string()
-    } else {
-        format!("{base}?{}", rest.join("&"))
-    };
+    let base = if rest.is_empty() { base.to_string() } else { format!("{base}?{}", rest.join("&")) };
     Ok((base, schema))
 }
 
@@ -55,8 +50,7 @@ pub(super) async fn connect(url: &str) -> Result<AnyPool> {
             let schema = schema.clone();
             Box::pin(async move {
                 if let Some(schema) = schema {
-                    conn.execute(sqlx::AssertSqlSafe(format!("SET search_path TO {schema}")))
-                        .await?;
+                    conn.execute(sqlx::AssertSqlSafe(format!("SET search_path TO {schema}"))).await?;
                 }
                 Ok(())
             })

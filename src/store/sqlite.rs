@@ -8,11 +8,7 @@ use sqlx::Executor;
 pub(super) async fn connect(url: &str) -> Result<AnyPool> {
     let mut url = url.to_string();
     if !url.contains("mode=") {
-        url.push_str(if url.contains('?') {
-            "&mode=rwc"
-        } else {
-            "?mode=rwc"
-        });
+        url.push_str(if url.contains('?') { "&mode=rwc" } else { "?mode=rwc" });
     }
     let pool = pool_options()
         .after_connect(|conn, _meta| {

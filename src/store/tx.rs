@@ -4,6 +4,7 @@ use super::{Result, StoreError};
 use crate::model::{Entity, Revision};
 use sqlx::any::{Any, AnyQueryResult};
 use sqlx::{Row, Transaction};
+use std::collections::HashMap;
 use tokio::sync::OwnedMutexGuard;
 use uuid::Uuid;
 
@@ -13,6 +14,38 @@ pub struct Tx {
     _write_guard: Option<OwnedMutexGuard<()>>,
 }
 
+/// What can mark a revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkKind {
+    Tag,
+    ChangeOrder,
+}
+
+impl MarkKind {
+    fn column(self) -> &'static str {
+        match self {
+            MarkKind::Tag => "Tag",
+            MarkKind::ChangeOrder => "ChangeOrder",
+        }
+    }
+
+    fn from_column(s: &str) -> Option<MarkKind> {
+        match s {
+            "Tag" => Some(MarkKind::Tag),
+            "ChangeOrder" => Some(MarkKind::ChangeOrder),
+            _ => None,
+        }
+    }
+}
+
+/// One marked revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marked {
+    pub unit: Uuid,
+    pub space: Uuid,
+    pub revision_num: i64,
+}
+
 /// The container column: top-level entities (Spaces, Users) use the empty string so the
 /// `(kind, space_id, slug)` uniqueness constraint covers them too.
 fn container(space: Option<Uuid>) -> String {
@@ -20,10 +53,11 @@ fn container(space: Option<Uuid>) -> String {
 }
 
 fn decode<E: Entity>(body: &str) -> Result<E> {
-    serde_json::from_str(body).map_err(|e| StoreError::Corrupt {
-        kind: E::KIND,
-        reason: e.to_string(),
-    })
+    serde_json::from_str(body).map_err(|e| StoreError::Corrupt { kind: E::KIND, reason: e.to_string() })
+}
+
+fn decode_revision(body: &str) -> Result<Revision> {
+    serde_json::from_str(body).map_err(|e| StoreError::Corrupt { kind: "Revision", reason: e.to_string() })
 }
 
 fn encode<T: serde::Serialize>(v: &T) -> String {
@@ -43,10 +77,7 @@ impl Tx {
         tx: Transaction<'static, Any>,
         guard: Option<OwnedMutexGuard<()>>,
     ) -> Result<Tx> {
-        Ok(Tx {
-            tx,
-            _write_guard: guard,
-        })
+        Ok(Tx { tx, _write_guard: guard })
     }
 
     /// Makes every write of this transaction durable at once.
@@ -67,22 +98,17 @@ impl Tx {
 
     /// Reads an entity by ID, or fails with NotFound.
     pub async fn must_get<E: Entity>(&mut self, id: Uuid) -> Result<E> {
-        self.get(id).await?.ok_or_else(|| StoreError::NotFound {
-            kind: E::KIND,
-            key: id.to_string(),
-        })
+        self.get(id).await?.ok_or_else(|| StoreError::NotFound { kind: E::KIND, key: id.to_string() })
     }
 
     /// Reads an entity by Slug in its container (`None` for top-level entities).
     pub async fn find<E: Entity>(&mut self, space: Option<Uuid>, slug: &str) -> Result<Option<E>> {
-        let row = sqlx::query(
-            "SELECT body FROM entities WHERE kind = $1 AND space_id = $2 AND slug = $3",
-        )
-        .bind(E::KIND)
-        .bind(container(space))
-        .bind(slug)
-        .fetch_optional(&mut *self.tx)
-        .await?;
+        let row = sqlx::query("SELECT body FROM entities WHERE kind = $1 AND space_id = $2 AND slug = $3")
+            .bind(E::KIND)
+            .bind(container(space))
+            .bind(slug)
+            .fetch_optional(&mut *self.tx)
+            .await?;
         row.map(|r| decode(&r.get::<String, _>(0))).transpose()
     }
 
@@ -90,13 +116,11 @@ impl Tx {
     pub async fn list<E: Entity>(&mut self, space: Option<Uuid>) -> Result<Vec<E>> {
         let rows = match space {
             Some(s) => {
-                sqlx::query(
-                    "SELECT body FROM entities WHERE kind = $1 AND space_id = $2 ORDER BY slug",
-                )
-                .bind(E::KIND)
-                .bind(s.to_string())
-                .fetch_all(&mut *self.tx)
-                .await?
+                sqlx::query("SELECT body FROM entities WHERE kind = $1 AND space_id = $2 ORDER BY slug")
+                    .bind(E::KIND)
+                    .bind(s.to_string())
+                    .fetch_all(&mut *self.tx)
+                    .await?
             }
             None => {
                 sqlx::query("SELECT body FROM entities WHERE kind = $1 ORDER BY space_id, slug")
@@ -105,23 +129,25 @@ impl Tx {
                     .await?
             }
         };
-        rows.iter()
-            .map(|r| decode(&r.get::<String, _>(0)))
-            .collect()
+        rows.iter().map(|r| decode(&r.get::<String, _>(0))).collect()
     }
 
     /// Inserts a new entity; a Slug already taken in the container is `Duplicate`.
     pub async fn insert<E: Entity>(&mut self, e: &E) -> Result<()> {
-        sqlx::query("INSERT INTO entities (kind, id, space_id, slug, version, body) VALUES ($1, $2, $3, $4, $5, $6)")
-            .bind(E::KIND)
-            .bind(e.id().to_string())
-            .bind(container(e.space_id()))
-            .bind(e.slug())
-            .bind(e.version())
-            .bind(encode(e))
-            .execute(&mut *self.tx)
-            .await
-            .map_err(|err| unique_as(err, || StoreError::Duplicate { kind: E::KIND, slug: e.slug().to_string() }))?;
+        sqlx::query(
+            "INSERT INTO entities (kind, id, space_id, slug, version, body) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(E::KIND)
+        .bind(e.id().to_string())
+        .bind(container(e.space_id()))
+        .bind(e.slug())
+        .bind(e.version())
+        .bind(encode(e))
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|err| {
+            unique_as(err, || StoreError::Duplicate { kind: E::KIND, slug: e.slug().to_string() })
+        })?;
         Ok(())
     }
 
@@ -143,25 +169,17 @@ impl Tx {
         .execute(&mut *self.tx)
         .await;
         let res = res.map_err(|err| {
-            unique_as(err, || StoreError::Duplicate {
-                kind: E::KIND,
-                slug: e.slug().to_string(),
-            })
+            unique_as(err, || StoreError::Duplicate { kind: E::KIND, slug: e.slug().to_string() })
         });
         match res {
             Ok(r) if r.rows_affected() == 1 => Ok(()),
             Ok(_) => {
                 e.set_version(sent);
                 match self.get::<E>(e.id()).await? {
-                    Some(_) => Err(StoreError::VersionConflict {
-                        kind: E::KIND,
-                        id: e.id().to_string(),
-                        sent,
-                    }),
-                    None => Err(StoreError::NotFound {
-                        kind: E::KIND,
-                        key: e.id().to_string(),
-                    }),
+                    Some(_) => {
+                        Err(StoreError::VersionConflict { kind: E::KIND, id: e.id().to_string(), sent })
+                    }
+                    None => Err(StoreError::NotFound { kind: E::KIND, key: e.id().to_string() }),
                 }
             }
             Err(err) => {
@@ -179,10 +197,11 @@ impl Tx {
             .execute(&mut *self.tx)
             .await?;
         if E::KIND == "Unit" {
-            sqlx::query("DELETE FROM revisions WHERE unit_id = $1")
-                .bind(id.to_string())
-                .execute(&mut *self.tx)
-                .await?;
+            for sql in
+                ["DELETE FROM revisions WHERE unit_id = $1", "DELETE FROM revision_marks WHERE unit_id = $1"]
+            {
+                sqlx::query(sql).bind(id.to_string()).execute(&mut *self.tx).await?;
+            }
         }
         Ok(r.rows_affected() == 1)
     }
@@ -221,52 +240,133 @@ impl Tx {
 
     /// One revision with its data.
     pub async fn revision(&mut self, unit: Uuid, num: i64) -> Result<Option<(Revision, String)>> {
-        let row = sqlx::query(
-            "SELECT body, data FROM revisions WHERE unit_id = $1 AND revision_num = $2",
-        )
-        .bind(unit.to_string())
-        .bind(num)
-        .fetch_optional(&mut *self.tx)
-        .await?;
-        match row {
-            Some(r) => {
-                let rev: Revision = serde_json::from_str(&r.get::<String, _>(0)).map_err(|e| {
-                    StoreError::Corrupt {
-                        kind: "Revision",
-                        reason: e.to_string(),
-                    }
-                })?;
-                Ok(Some((rev, r.get::<String, _>(1))))
-            }
-            None => Ok(None),
-        }
+        let row = sqlx::query("SELECT body, data FROM revisions WHERE unit_id = $1 AND revision_num = $2")
+            .bind(unit.to_string())
+            .bind(num)
+            .fetch_optional(&mut *self.tx)
+            .await?;
+        let Some(r) = row else { return Ok(None) };
+        let mut rev = decode_revision(&r.get::<String, _>(0))?;
+        let data = r.get::<String, _>(1);
+        self.fill_marks(unit, std::slice::from_mut(&mut rev)).await?;
+        Ok(Some((rev, data)))
     }
 
     /// One revision with its data, or NotFound naming the Unit and number.
     pub async fn must_revision(&mut self, unit: Uuid, num: i64) -> Result<(Revision, String)> {
         self.revision(unit, num)
             .await?
-            .ok_or_else(|| StoreError::NotFound {
-                kind: "Revision",
-                key: format!("{unit}#{num}"),
-            })
+            .ok_or_else(|| StoreError::NotFound { kind: "Revision", key: format!("{unit}#{num}") })
     }
 
     /// A Unit's revisions (metadata only), oldest first.
     pub async fn revisions(&mut self, unit: Uuid) -> Result<Vec<Revision>> {
-        let rows =
-            sqlx::query("SELECT body FROM revisions WHERE unit_id = $1 ORDER BY revision_num")
-                .bind(unit.to_string())
-                .fetch_all(&mut *self.tx)
-                .await?;
+        let rows = sqlx::query("SELECT body FROM revisions WHERE unit_id = $1 ORDER BY revision_num")
+            .bind(unit.to_string())
+            .fetch_all(&mut *self.tx)
+            .await?;
+        let mut revs =
+            rows.iter().map(|r| decode_revision(&r.get::<String, _>(0))).collect::<Result<Vec<_>>>()?;
+        self.fill_marks(unit, &mut revs).await?;
+        Ok(revs)
+    }
+
+    /// Sets each revision's Tags and ChangeOrders from the marks index (one query).
+    async fn fill_marks(&mut self, unit: Uuid, revs: &mut [Revision]) -> Result<()> {
+        let rows = sqlx::query(
+            "SELECT kind, mark_id, revision_num FROM revision_marks WHERE unit_id = $1 ORDER BY mark_id",
+        )
+        .bind(unit.to_string())
+        .fetch_all(&mut *self.tx)
+        .await?;
+        for rev in revs.iter_mut() {
+            rev.Tags.clear();
+            rev.ChangeOrders.clear();
+        }
+        for r in rows {
+            let num: i64 = r.get(2);
+            let Some(rev) = revs.iter_mut().find(|x| x.RevisionNum == num) else { continue };
+            let Ok(id) = r.get::<String, _>(1).parse::<Uuid>() else { continue };
+            match MarkKind::from_column(&r.get::<String, _>(0)) {
+                Some(MarkKind::Tag) => rev.Tags.push(id),
+                Some(MarkKind::ChangeOrder) => rev.ChangeOrders.push(id),
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Marks a revision with a Tag or a ChangeOrder (idempotent).
+    pub async fn mark(
+        &mut self,
+        kind: MarkKind,
+        mark: Uuid,
+        space: Uuid,
+        unit: Uuid,
+        num: i64,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO revision_marks (kind, mark_id, unit_id, revision_num, space_id)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(kind.column())
+        .bind(mark.to_string())
+        .bind(unit.to_string())
+        .bind(num)
+        .bind(space.to_string())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Removes a mark from every revision of `unit`, or from every revision with `None`.
+    pub async fn unmark(&mut self, kind: MarkKind, mark: Uuid, unit: Option<Uuid>) -> Result<u64> {
+        let q = match unit {
+            Some(u) => {
+                sqlx::query("DELETE FROM revision_marks WHERE kind = $1 AND mark_id = $2 AND unit_id = $3")
+                    .bind(kind.column())
+                    .bind(mark.to_string())
+                    .bind(u.to_string())
+            }
+            None => sqlx::query("DELETE FROM revision_marks WHERE kind = $1 AND mark_id = $2")
+                .bind(kind.column())
+                .bind(mark.to_string()),
+        };
+        Ok(q.execute(&mut *self.tx).await?.rows_affected())
+    }
+
+    /// Every revision carrying a mark, across all Spaces, in one query.
+    pub async fn marked(&mut self, kind: MarkKind, mark: Uuid) -> Result<Vec<Marked>> {
+        let rows = sqlx::query(
+            "SELECT unit_id, space_id, revision_num FROM revision_marks WHERE kind = $1 AND mark_id = $2
+             ORDER BY unit_id, revision_num",
+        )
+        .bind(kind.column())
+        .bind(mark.to_string())
+        .fetch_all(&mut *self.tx)
+        .await?;
         rows.iter()
             .map(|r| {
-                serde_json::from_str(&r.get::<String, _>(0)).map_err(|e| StoreError::Corrupt {
-                    kind: "Revision",
-                    reason: e.to_string(),
-                })
+                let parse = |i: usize| {
+                    r.get::<String, _>(i)
+                        .parse::<Uuid>()
+                        .map_err(|e| StoreError::Corrupt { kind: "Mark", reason: e.to_string() })
+                };
+                Ok(Marked { unit: parse(0)?, space: parse(1)?, revision_num: r.get(2) })
             })
             .collect()
+    }
+
+    /// For a Tag: per Unit, the highest-numbered revision it marks (how a Tag is read).
+    pub async fn tag_heads(&mut self, tag: Uuid) -> Result<HashMap<Uuid, Marked>> {
+        let mut out: HashMap<Uuid, Marked> = HashMap::new();
+        for m in self.marked(MarkKind::Tag, tag).await? {
+            let e = out.entry(m.unit).or_insert(m);
+            if m.revision_num > e.revision_num {
+                *e = m;
+            }
+        }
+        Ok(out)
     }
 
     /// Records a token (by its hash) for a user.

@@ -15,11 +15,7 @@ fn cf(url: &str, token: &str, args: &[&str]) -> Output {
 }
 
 fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -32,52 +28,22 @@ async fn a_new_user_walks_through_variants() {
     let prod_file = app.dir.path().join("web-prod.yaml");
     std::fs::write(&prod_file, WEB.replace("replicas: 2", "replicas: 7")).unwrap();
     let v2 = app.dir.path().join("web-v2.yaml");
-    std::fs::write(
-        &v2,
-        WEB.replace("web:1.0", "web:1.1")
-            .replace("replicas: 2", "replicas: 3"),
-    )
-    .unwrap();
+    std::fs::write(&v2, WEB.replace("web:1.0", "web:1.1").replace("replicas: 2", "replicas: 3")).unwrap();
     let f = file.to_str().unwrap().to_string();
     let outs = tokio::task::spawn_blocking(move || {
-        ok(cf(
-            &url,
-            &token,
-            &["space", "create", "base", "--label", "Component=shop"],
-        ));
-        ok(cf(
-            &url,
-            &token,
-            &["unit", "create", "web", "--space", "base", "--file", &f],
-        ));
+        ok(cf(&url, &token, &["space", "create", "base", "--label", "Component=shop"]));
+        ok(cf(&url, &token, &["unit", "create", "web", "--space", "base", "--file", &f]));
         for stage in ["dev", "prod"] {
             ok(cf(
                 &url,
                 &token,
-                &[
-                    "variant",
-                    "create",
-                    stage,
-                    "--from",
-                    "base",
-                    "--label",
-                    &format!("Stage={stage}"),
-                ],
+                &["variant", "create", stage, "--from", "base", "--label", &format!("Stage={stage}")],
             ));
         }
         ok(cf(
             &url,
             &token,
-            &[
-                "unit",
-                "update",
-                "web",
-                "--space",
-                "prod",
-                "--file",
-                prod_file.to_str().unwrap(),
-                "--protect",
-            ],
+            &["unit", "update", "web", "--space", "prod", "--file", prod_file.to_str().unwrap(), "--protect"],
         ));
         ok(cf(
             &url,
@@ -94,43 +60,13 @@ async fn a_new_user_walks_through_variants() {
                 "1.1",
             ],
         ));
-        let upgraded = ok(cf(
-            &url,
-            &token,
-            &[
-                "unit",
-                "update",
-                "web",
-                "--space",
-                "prod",
-                "--upgrade",
-                "-o",
-                "json",
-            ],
-        ));
-        let conflicts = ok(cf(
-            &url,
-            &token,
-            &["unit", "conflicts", "web", "--space", "prod"],
-        ));
-        let listed = ok(cf(
-            &url,
-            &token,
-            &[
-                "unit",
-                "list",
-                "--where",
-                "Space.Labels.Stage = 'prod'",
-                "-o",
-                "json",
-            ],
-        ));
+        let upgraded =
+            ok(cf(&url, &token, &["unit", "update", "web", "--space", "prod", "--upgrade", "-o", "json"]));
+        let conflicts = ok(cf(&url, &token, &["unit", "conflicts", "web", "--space", "prod"]));
+        let listed =
+            ok(cf(&url, &token, &["unit", "list", "--where", "Space.Labels.Stage = 'prod'", "-o", "json"]));
         let table = ok(cf(&url, &token, &["space", "list"]));
-        let bad = cf(
-            &url,
-            &token,
-            &["unit", "list", "--where", "Slug = 'x' OR Slug = 'y'"],
-        );
+        let bad = cf(&url, &token, &["unit", "list", "--where", "Slug = 'x' OR Slug = 'y'"]);
         let unauth = cf(&url, "cf_wrong", &["space", "list"]);
         (upgraded, conflicts, listed, table, bad, unauth)
     })
@@ -142,10 +78,7 @@ async fn a_new_user_walks_through_variants() {
     assert!(conflicts.contains("spec.replicas"), "{conflicts}");
     let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 1);
-    assert!(
-        table.starts_with("SLUG") && table.contains("base") && table.contains("prod"),
-        "{table}"
-    );
+    assert!(table.starts_with("SLUG") && table.contains("base") && table.contains("prod"), "{table}");
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("OR") && err.contains("column"), "{err}");
@@ -156,13 +89,8 @@ async fn a_new_user_walks_through_variants() {
 
 #[test]
 fn help_teaches() {
-    let out = Command::new(env!("CARGO_BIN_EXE_changeflow"))
-        .args(["unit", "update", "--help"])
-        .output()
-        .unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_changeflow")).args(["unit", "update", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        help.contains("--protect") && help.contains("--upgrade") && help.contains("--squash"),
-        "{help}"
-    );
+    assert!(help.contains("--protect") && help.contains("--upgrade") && help.contains("--squash"), "{help}");
 }

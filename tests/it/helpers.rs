@@ -8,8 +8,7 @@ use std::time::Duration;
 
 /// The PostgreSQL the tests use (`scripts/test` exports it).
 pub fn pg_base() -> String {
-    std::env::var("CHANGEFLOW_TEST_PG")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
+    std::env::var("CHANGEFLOW_TEST_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into())
 }
 
 /// A store URL of the given backend, isolated from every other test.
@@ -30,9 +29,7 @@ pub fn isolated_url(backend: &str, dir: &std::path::Path) -> String {
 pub async fn store(backend: &str) -> (Store, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let url = isolated_url(backend, dir.path());
-    let store = Store::connect(&url)
-        .await
-        .unwrap_or_else(|e| panic!("connect {url}: {e}"));
+    let store = Store::connect(&url).await.unwrap_or_else(|e| panic!("connect {url}: {e}"));
     (store, dir)
 }
 
@@ -55,18 +52,9 @@ pub async fn spawn_app(backend: &str) -> App {
     })
     .await
     .expect("server starts");
-    let token = server
-        .new_admin_token
-        .clone()
-        .expect("fresh store bootstraps an admin");
+    let token = server.new_admin_token.clone().expect("fresh store bootstraps an admin");
     let url = server.url();
-    App {
-        server: Some(server),
-        url,
-        token,
-        http: reqwest::Client::new(),
-        dir,
-    }
+    App { server: Some(server), url, token, http: reqwest::Client::new(), dir }
 }
 
 /// A response: status and JSON body (Null when empty or not JSON).
@@ -77,18 +65,9 @@ pub struct Resp {
 }
 
 impl App {
-    pub async fn call(
-        &self,
-        method: &str,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> Resp {
+    pub async fn call(&self, method: &str, path: &str, token: Option<&str>, body: Option<Value>) -> Resp {
         let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut req = self
-            .http
-            .request(m, format!("{}{path}", self.url))
-            .timeout(Duration::from_secs(60));
+        let mut req = self.http.request(m, format!("{}{path}", self.url)).timeout(Duration::from_secs(60));
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -104,19 +83,13 @@ impl App {
 
     /// As admin.
     pub async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
-        self.call(method, path, Some(&self.token.clone()), body)
-            .await
+        self.call(method, path, Some(&self.token.clone()), body).await
     }
 
     /// As admin, asserting a 2xx.
     pub async fn ok(&self, method: &str, path: &str, body: Option<Value>) -> Value {
         let r = self.admin(method, path, body).await;
-        assert!(
-            (200..300).contains(&r.status),
-            "{method} {path}: {} {}",
-            r.status,
-            r.text
-        );
+        assert!((200..300).contains(&r.status), "{method} {path}: {} {}", r.status, r.text);
         r.body
     }
 

@@ -2,7 +2,7 @@
 
 use crate::helpers;
 use changeflow::model::{Labels, Revision, RevisionSource, Slug, Space, Unit};
-use changeflow::store::{Store, StoreError};
+use changeflow::store::{MarkKind, Store, StoreError};
 use chrono::Utc;
 use uuid::Uuid;
 
@@ -49,47 +49,14 @@ async fn insert_get_find_list(store: Store) {
     tx.insert(&u2).await.unwrap();
     tx.commit().await.unwrap();
     let mut tx = store.read().await.unwrap();
-    assert_eq!(
-        tx.get::<Space>(s.SpaceID)
-            .await
-            .unwrap()
-            .unwrap()
-            .Slug
-            .as_str(),
-        "alpha"
-    );
-    assert_eq!(
-        tx.find::<Space>(None, "alpha")
-            .await
-            .unwrap()
-            .unwrap()
-            .SpaceID,
-        s.SpaceID
-    );
-    assert_eq!(
-        tx.find::<Unit>(Some(s.SpaceID), "web")
-            .await
-            .unwrap()
-            .unwrap()
-            .UnitID,
-        u1.UnitID
-    );
-    assert!(
-        tx.find::<Unit>(None, "web").await.unwrap().is_none(),
-        "units live in their space"
-    );
-    let slugs: Vec<String> = tx
-        .list::<Unit>(Some(s.SpaceID))
-        .await
-        .unwrap()
-        .iter()
-        .map(|u| u.Slug.to_string())
-        .collect();
+    assert_eq!(tx.get::<Space>(s.SpaceID).await.unwrap().unwrap().Slug.as_str(), "alpha");
+    assert_eq!(tx.find::<Space>(None, "alpha").await.unwrap().unwrap().SpaceID, s.SpaceID);
+    assert_eq!(tx.find::<Unit>(Some(s.SpaceID), "web").await.unwrap().unwrap().UnitID, u1.UnitID);
+    assert!(tx.find::<Unit>(None, "web").await.unwrap().is_none(), "units live in their space");
+    let slugs: Vec<String> =
+        tx.list::<Unit>(Some(s.SpaceID)).await.unwrap().iter().map(|u| u.Slug.to_string()).collect();
     assert_eq!(slugs, ["db", "web"]);
-    assert!(
-        tx.get::<Unit>(s.SpaceID).await.unwrap().is_none(),
-        "kinds do not mix"
-    );
+    assert!(tx.get::<Unit>(s.SpaceID).await.unwrap().is_none(), "kinds do not mix");
 }
 
 async fn duplicate_slug_refused_and_transaction_left_nothing(store: Store) {
@@ -101,16 +68,10 @@ async fn duplicate_slug_refused_and_transaction_left_nothing(store: Store) {
     let other = space("gamma");
     tx.insert(&other).await.unwrap();
     let err = tx.insert(&space("beta")).await.unwrap_err();
-    assert!(
-        matches!(err, StoreError::Duplicate { kind: "Space", .. }),
-        "{err}"
-    );
+    assert!(matches!(err, StoreError::Duplicate { kind: "Space", .. }), "{err}");
     drop(tx);
     let mut tx = store.read().await.unwrap();
-    assert!(
-        tx.find::<Space>(None, "gamma").await.unwrap().is_none(),
-        "rolled back with the failed write"
-    );
+    assert!(tx.find::<Space>(None, "gamma").await.unwrap().is_none(), "rolled back with the failed write");
     assert_eq!(tx.list::<Space>(None).await.unwrap().len(), 1);
 }
 
@@ -129,10 +90,7 @@ async fn stale_version_is_refused(store: Store) {
     assert_eq!(a.Version, 2);
     let mut tx = store.write().await.unwrap();
     let err = tx.update(&mut b).await.unwrap_err();
-    assert!(
-        matches!(err, StoreError::VersionConflict { sent: 1, .. }),
-        "{err}"
-    );
+    assert!(matches!(err, StoreError::VersionConflict { sent: 1, .. }), "{err}");
     drop(tx);
     let mut tx = store.read().await.unwrap();
     let now = tx.get::<Space>(s.SpaceID).await.unwrap().unwrap();
@@ -157,38 +115,50 @@ async fn revisions_are_numbered_once(store: Store) {
     let mut tx = store.write().await.unwrap();
     tx.insert(&s).await.unwrap();
     tx.insert(&u).await.unwrap();
-    tx.insert_revision(&revision(&u, 1), "a: 1\n")
-        .await
-        .unwrap();
-    tx.insert_revision(&revision(&u, 2), "a: 2\n")
-        .await
-        .unwrap();
+    tx.insert_revision(&revision(&u, 1), "a: 1\n").await.unwrap();
+    tx.insert_revision(&revision(&u, 2), "a: 2\n").await.unwrap();
     tx.commit().await.unwrap();
     let mut tx = store.write().await.unwrap();
-    let err = tx
-        .insert_revision(&revision(&u, 2), "a: 3\n")
-        .await
-        .unwrap_err();
+    let err = tx.insert_revision(&revision(&u, 2), "a: 3\n").await.unwrap_err();
     assert!(matches!(err, StoreError::Busy { .. }), "{err}");
     drop(tx);
-    let mut tx = store.write().await.unwrap();
-    let (mut r2, data) = tx.revision(u.UnitID, 2).await.unwrap().unwrap();
-    assert_eq!(data, "a: 2\n");
-    r2.Tags.push(Uuid::new_v4());
-    tx.update_revision_meta(&r2).await.unwrap();
-    tx.commit().await.unwrap();
     let mut tx = store.read().await.unwrap();
     let revs = tx.revisions(u.UnitID).await.unwrap();
-    assert_eq!(
-        revs.iter().map(|r| r.RevisionNum).collect::<Vec<_>>(),
-        [1, 2]
-    );
-    assert_eq!(revs[1].Tags.len(), 1);
-    assert_eq!(
-        tx.revision(u.UnitID, 2).await.unwrap().unwrap().1,
-        "a: 2\n",
-        "data is immutable"
-    );
+    assert_eq!(revs.iter().map(|r| r.RevisionNum).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(tx.revision(u.UnitID, 2).await.unwrap().unwrap().1, "a: 2\n", "data is immutable");
+}
+
+async fn marks_are_set_based_and_idempotent(store: Store) {
+    let s = space("kappa");
+    let (a, b) = (unit(&s, "a"), unit(&s, "b"));
+    let (tag, co) = (Uuid::new_v4(), Uuid::new_v4());
+    let mut tx = store.write().await.unwrap();
+    tx.insert(&s).await.unwrap();
+    for u in [&a, &b] {
+        tx.insert(u).await.unwrap();
+        for n in 1..=3 {
+            tx.insert_revision(&revision(u, n), "x: 1\n").await.unwrap();
+        }
+    }
+    tx.mark(MarkKind::Tag, tag, s.SpaceID, a.UnitID, 1).await.unwrap();
+    tx.mark(MarkKind::Tag, tag, s.SpaceID, a.UnitID, 3).await.unwrap();
+    tx.mark(MarkKind::Tag, tag, s.SpaceID, a.UnitID, 3).await.unwrap();
+    tx.mark(MarkKind::Tag, tag, s.SpaceID, b.UnitID, 2).await.unwrap();
+    tx.mark(MarkKind::ChangeOrder, co, s.SpaceID, b.UnitID, 2).await.unwrap();
+    tx.commit().await.unwrap();
+    let mut tx = store.write().await.unwrap();
+    assert_eq!(tx.marked(MarkKind::Tag, tag).await.unwrap().len(), 3, "marking twice is one mark");
+    let heads = tx.tag_heads(tag).await.unwrap();
+    assert_eq!(heads[&a.UnitID].revision_num, 3, "a tag reads as its highest revision per unit");
+    assert_eq!(heads[&b.UnitID].revision_num, 2);
+    let (rev, _) = tx.revision(b.UnitID, 2).await.unwrap().unwrap();
+    assert_eq!((rev.Tags, rev.ChangeOrders), (vec![tag], vec![co]));
+    assert_eq!(tx.unmark(MarkKind::Tag, tag, Some(a.UnitID)).await.unwrap(), 2);
+    assert_eq!(tx.unmark(MarkKind::Tag, tag, None).await.unwrap(), 1);
+    tx.commit().await.unwrap();
+    let mut tx = store.read().await.unwrap();
+    assert!(tx.marked(MarkKind::Tag, tag).await.unwrap().is_empty());
+    assert_eq!(tx.marked(MarkKind::ChangeOrder, co).await.unwrap().len(), 1);
 }
 
 async fn deleting_a_unit_deletes_its_revisions(store: Store) {
@@ -197,9 +167,7 @@ async fn deleting_a_unit_deletes_its_revisions(store: Store) {
     let mut tx = store.write().await.unwrap();
     tx.insert(&s).await.unwrap();
     tx.insert(&u).await.unwrap();
-    tx.insert_revision(&revision(&u, 1), "x: 1\n")
-        .await
-        .unwrap();
+    tx.insert_revision(&revision(&u, 1), "x: 1\n").await.unwrap();
     tx.commit().await.unwrap();
     let mut tx = store.write().await.unwrap();
     assert!(tx.delete::<Unit>(u.UnitID).await.unwrap());
@@ -245,10 +213,7 @@ async fn concurrent_writers_do_not_both_win(store: Store) {
     }
     assert_eq!(won, 1, "exactly one writer holding Version 1 may win");
     let mut tx = store.read().await.unwrap();
-    assert_eq!(
-        tx.get::<Space>(s.SpaceID).await.unwrap().unwrap().Version,
-        2
-    );
+    assert_eq!(tx.get::<Space>(s.SpaceID).await.unwrap().unwrap().Version, 2);
 }
 
 async fn reconnecting_keeps_data_and_migrations_are_idempotent(backend: &str) {
@@ -285,7 +250,7 @@ macro_rules! suite {
 
 suite!(sqlite: insert_get_find_list, duplicate_slug_refused_and_transaction_left_nothing, stale_version_is_refused,
     uncommitted_writes_vanish, revisions_are_numbered_once, deleting_a_unit_deletes_its_revisions,
-    tokens_resolve_to_users, concurrent_writers_do_not_both_win);
+    tokens_resolve_to_users, concurrent_writers_do_not_both_win, marks_are_set_based_and_idempotent);
 suite!(postgres: insert_get_find_list, duplicate_slug_refused_and_transaction_left_nothing, stale_version_is_refused,
     uncommitted_writes_vanish, revisions_are_numbered_once, deleting_a_unit_deletes_its_revisions,
-    tokens_resolve_to_users, concurrent_writers_do_not_both_win);
+    tokens_resolve_to_users, concurrent_writers_do_not_both_win, marks_are_set_based_and_idempotent);
