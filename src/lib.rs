@@ -8,6 +8,10 @@
 //! - `merge`: structural diff and patch of YAML document streams, protected paths, conflicts;
 //!   no I/O.
 //! - `invoke`: the function registry and built-in functions over a Unit's documents; no I/O.
+//! - `changeorder`: ChangeOrders, the pure part: coverage, hop-by-hop scope, the promotion
+//!   planner and its digest, State reduction; no I/O.
+//! - `release`: release bundles, `--revision` specs and digests (pure), and the Target
+//!   providers that deliver a bundle (`Directory`, `Webhook`).
 //! - `store`: the system of record, one port with SQLite and PostgreSQL adapters.
 //! - `ops`: the use cases: read from the store, call the pure core, write in one transaction,
 //!   with permission checks. Every entry point (API, demo, later jobs) goes through here.
@@ -16,11 +20,13 @@
 //! - `server`: starting and stopping the API process (`serve`, the demo, tests).
 
 pub mod api;
+pub mod changeorder;
 pub mod cli;
 pub mod invoke;
 pub mod merge;
 pub mod model;
 pub mod ops;
 pub mod query;
+pub mod release;
 pub mod server;
 pub mod store;

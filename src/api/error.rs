@@ -28,6 +28,7 @@ impl From<OpError> for ApiError {
             OpError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             OpError::NotFound { .. } => StatusCode::NOT_FOUND,
             OpError::Conflict { .. } => StatusCode::CONFLICT,
+            OpError::Stale { .. } => StatusCode::PRECONDITION_FAILED,
             OpError::Forbidden { .. } | OpError::AdminOnly => StatusCode::FORBIDDEN,
             OpError::Unauthenticated => StatusCode::UNAUTHORIZED,
             OpError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

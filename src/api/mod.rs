@@ -4,7 +4,9 @@
 
 mod auth;
 mod body;
+mod changeorders;
 mod error;
+mod releases;
 mod routes;
 
 pub use error::ApiError;

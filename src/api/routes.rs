@@ -75,6 +75,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/filters", get(list_all::<Filter>))
         .route("/v1/targets", get(list_all::<Target>))
         .route("/v1/invocations", get(list_all::<Invocation>))
+        .merge(super::releases::routes())
+        .merge(super::changeorders::routes())
         .fallback(|| async {
             ApiError {
                 status: StatusCode::NOT_FOUND,

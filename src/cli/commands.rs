@@ -174,11 +174,29 @@ pub enum VariantCmd {
         #[arg(long = "annotation", value_parser = key_value)]
         annotations: Vec<(String, String)>,
     },
-    /// Bring a variant up to its upstream: upgrade Units behind it, clone the ones it lacks.
+    /// Without --change-order: bring a variant up to its upstream (upgrade Units behind it,
+    /// clone the ones it lacks). With it: promote that change into the Space (or, with no Space,
+    /// into every Space in scope that lacks it, hop by hop).
     Promote {
-        space: String,
-        #[arg(long)]
+        space: Option<String>,
+        #[arg(long, requires = "space")]
         squash: bool,
+        /// SPACE/SLUG of the ChangeOrder to promote.
+        #[arg(long)]
+        change_order: Option<String>,
+        /// Show the plan and its digest; write nothing.
+        #[arg(long, requires = "change_order")]
+        dry_run: bool,
+        /// Apply only if the plan still has this digest (from --dry-run); otherwise HTTP 412.
+        #[arg(long, requires = "change_order")]
+        expected_plan: Option<String>,
+    },
+    /// Undo an aborted ChangeOrder in one Space, in one step.
+    Demote {
+        space: String,
+        /// SPACE/SLUG of the ChangeOrder.
+        #[arg(long)]
+        change_order: String,
     },
 }
 
@@ -436,10 +454,22 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
                     (v, output::SPACE)
                 }
             }
-            VariantCmd::Promote { space, squash } => (
-                c.post(&format!("{}/promote", sp(&space)), &json!({"Squash": squash})).await?,
-                output::PROMOTED,
-            ),
+            VariantCmd::Promote { space, squash, change_order, dry_run, expected_plan } => {
+                match (change_order, space) {
+                    (Some(co), space) => {
+                        return super::changeorders::promote(c, out, space, &co, dry_run, expected_plan)
+                            .await;
+                    }
+                    (None, Some(space)) => (
+                        c.post(&format!("{}/promote", sp(&space)), &json!({"Squash": squash})).await?,
+                        output::PROMOTED,
+                    ),
+                    (None, None) => bail!("name the variant to promote, or pass --change-order SPACE/SLUG"),
+                }
+            }
+            VariantCmd::Demote { space, change_order } => {
+                return super::changeorders::demote(c, out, &space, &change_order).await;
+            }
         },
         Command::Link(cmd) => match cmd {
             LinkCmd::Create { slug, space, from_unit, to_unit, update_type } => {
@@ -547,7 +577,13 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
             }
             return Ok(());
         }
-        Command::Serve(_) | Command::Demo => unreachable!("handled by the caller"),
+        Command::Serve(_)
+        | Command::Demo
+        | Command::Release(_)
+        | Command::Livestatus(_)
+        | Command::Changeorder(_) => {
+            unreachable!("handled by the caller")
+        }
     };
     output::print(&v, out, cols);
     Ok(())

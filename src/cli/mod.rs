@@ -2,10 +2,12 @@
 //! except `serve`, `demo` and `render` is a client of the HTTP API. Errors go to stderr with a
 //! non-zero exit; `-o json|yaml` prints what the API returned.
 
+mod changeorders;
 mod client;
 mod commands;
 mod demo;
 mod output;
+mod releases;
 
 pub use client::Client;
 pub use output::Format;
@@ -50,6 +52,9 @@ pub enum Command {
     /// Revisions of a Unit.
     #[command(subcommand)]
     Revision(commands::RevisionCmd),
+    /// ChangeOrders: one change's identity as it crosses Space boundaries.
+    #[command(subcommand)]
+    Changeorder(changeorders::ChangeorderCmd),
     /// Variants: Spaces cloned from another, kept up to date by merges.
     #[command(subcommand)]
     Variant(commands::VariantCmd),
@@ -77,6 +82,12 @@ pub enum Command {
     /// API tokens.
     #[command(subcommand)]
     Token(commands::TokenCmd),
+    /// Releases: numbered bundles of a Space's Units delivered to its release Target.
+    #[command(subcommand)]
+    Release(releases::ReleaseCmd),
+    /// Live status: what the GitOps operator reports about a Space's latest Release.
+    #[command(subcommand)]
+    Livestatus(releases::LivestatusCmd),
 }
 
 #[derive(Debug, clap::Args)]
@@ -131,7 +142,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         command => {
             let token = cli.token.or_else(default_token);
             let client = Client::new(&cli.server, token);
-            commands::run(&client, cli.output, command).await
+            match command {
+                Command::Changeorder(cmd) => changeorders::run(&client, cli.output, cmd).await,
+                Command::Release(cmd) => releases::run_release(&client, cli.output, cmd).await,
+                Command::Livestatus(cmd) => releases::run_livestatus(&client, cli.output, cmd).await,
+                command => commands::run(&client, cli.output, command).await,
+            }
         }
     }
 }

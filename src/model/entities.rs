@@ -19,10 +19,25 @@ pub trait Entity: Serialize + DeserializeOwned + Clone + Send + Sync + 'static {
     fn version(&self) -> i64;
     fn set_version(&mut self, v: i64);
     fn set_updated_at(&mut self, t: DateTime<Utc>);
+    /// For Links: the edge the store indexes. Everything else has none.
+    fn link_edge(&self) -> Option<LinkEdge> {
+        None
+    }
+}
+
+/// A Link as an edge of the Space graph: downstream (From) takes from upstream (To).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkEdge {
+    pub link: Uuid,
+    pub space: Uuid,
+    pub from_unit: Uuid,
+    pub to_unit: Uuid,
+    pub to_space: Uuid,
+    pub update_type: UpdateType,
 }
 
 macro_rules! entity {
-    ($t:ident, $kind:literal, $id:ident, space: $space:expr) => {
+    ($t:ident, $kind:literal, $id:ident, space: $space:expr $(, $extra:item)*) => {
         impl Entity for $t {
             const KIND: &'static str = $kind;
             fn id(&self) -> Uuid {
@@ -44,6 +59,7 @@ macro_rules! entity {
             fn set_updated_at(&mut self, t: DateTime<Utc>) {
                 self.UpdatedAt = t;
             }
+            $($extra)*
         }
     };
 }
@@ -274,6 +290,15 @@ pub enum UpdateType {
     MergeUnits,
 }
 
+impl UpdateType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpdateType::UpgradeUnit => "UpgradeUnit",
+            UpdateType::MergeUnits => "MergeUnits",
+        }
+    }
+}
+
 impl FromStr for UpdateType {
     type Err = InvalidField;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -309,7 +334,18 @@ pub struct Link {
     pub CreatedAt: DateTime<Utc>,
     pub UpdatedAt: DateTime<Utc>,
 }
-entity!(Link, "Link", LinkID, space: |l: &Link| Some(l.SpaceID));
+entity!(Link, "Link", LinkID, space: |l: &Link| Some(l.SpaceID),
+    fn link_edge(&self) -> Option<LinkEdge> {
+        Some(LinkEdge {
+            link: self.LinkID,
+            space: self.SpaceID,
+            from_unit: self.FromUnitID,
+            to_unit: self.ToUnitID,
+            to_space: self.ToSpaceID,
+            update_type: self.UpdateType,
+        })
+    }
+);
 
 /// A saved where expression over one kind of entity.
 #[allow(non_snake_case)]
@@ -387,6 +423,9 @@ pub struct Target {
     pub ProviderType: String,
     #[serde(default)]
     pub Options: Labels,
+    /// The highest ReleaseNum published to this Target, by any Space (kept by publishing).
+    #[serde(default)]
+    pub LastReleaseNum: i64,
     pub Version: i64,
     pub CreatedAt: DateTime<Utc>,
     pub UpdatedAt: DateTime<Utc>,

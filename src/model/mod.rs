@@ -8,11 +8,13 @@ mod changeorder;
 mod data;
 mod entities;
 mod names;
+mod release;
 
 pub use changeorder::*;
 pub use data::{DataError, data_hash, parse_stream, render_stream};
 pub use entities::*;
 pub use names::{Labels, Slug, validate_labels};
+pub use release::*;
 
 use thiserror::Error;
 

@@ -19,6 +19,9 @@ pub enum OpError {
     Conflict { field: String, value: String, message: String },
     #[error("user '{user}' needs {permission:?} permission on space '{space}'")]
     Forbidden { user: String, permission: Permission, space: String },
+    /// The request was made against a state that has since changed (HTTP 412).
+    #[error("{message}")]
+    Stale { field: String, value: String, message: String },
     #[error("admin permission required")]
     AdminOnly,
     #[error("missing or invalid bearer token")]
@@ -44,9 +47,9 @@ impl OpError {
     pub fn field_value(&self) -> (Option<String>, Option<String>) {
         match self {
             OpError::Invalid(f) => (Some(f.field.clone()), Some(f.value.clone())),
-            OpError::Unprocessable { field, value, .. } | OpError::Conflict { field, value, .. } => {
-                (Some(field.clone()), Some(value.clone()))
-            }
+            OpError::Unprocessable { field, value, .. }
+            | OpError::Conflict { field, value, .. }
+            | OpError::Stale { field, value, .. } => (Some(field.clone()), Some(value.clone())),
             OpError::NotFound { kind, key } => (Some(kind.to_string()), Some(key.clone())),
             OpError::Forbidden { space, .. } => (Some("Space".into()), Some(space.clone())),
             _ => (None, None),

@@ -93,7 +93,7 @@ async fn select_units(store: &Store, actor: &Actor, space: &Space, sel: &UnitSel
 }
 
 /// Runs `calls` on each of `units` inside `tx`; mutations write one `Invoke` revision per Unit.
-async fn apply_calls(
+pub(crate) async fn apply_calls(
     tx: &mut Tx,
     actor: &Actor,
     units: Vec<Unit>,

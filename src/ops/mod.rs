@@ -3,8 +3,13 @@
 //! transaction, after checking the caller's permission. The API, the demo and later the job
 //! workers all go through here, so the rules hold for every entry point.
 
+mod changeorders;
+mod co_state;
+pub use co_state::view_change_order;
 mod error;
 mod functions;
+mod promote;
+mod releases;
 mod resolve;
 mod simple;
 mod spaces;
@@ -13,8 +18,11 @@ mod upgrade;
 mod users;
 mod variants;
 
+pub use changeorders::*;
 pub use error::OpError;
 pub use functions::*;
+pub use promote::*;
+pub use releases::*;
 pub use resolve::parse_key;
 pub use simple::*;
 pub use spaces::*;

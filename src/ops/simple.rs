@@ -194,6 +194,7 @@ pub async fn create_target(store: &Store, actor: &Actor, space: &str, req: Creat
             Annotations: Labels::new(),
             ProviderType: req.ProviderType,
             Options: req.Options,
+            LastReleaseNum: 0,
             Version: 1,
             CreatedAt: now,
             UpdatedAt: now,

@@ -127,7 +127,8 @@ pub async fn update_space(store: &Store, actor: &Actor, key: &str, req: UpdateSp
         space.ReleaseTargetID = if t.is_empty() {
             None
         } else {
-            let (_, target) = resolve::qualified::<Target>(&mut tx, &t, Some(&space)).await?;
+            let (target_space, target) = resolve::qualified::<Target>(&mut tx, &t, Some(&space)).await?;
+            actor.require(target_space.SpaceID, target_space.Slug.as_str(), Permission::View)?;
             Some(target.TargetID)
         };
     }
@@ -163,6 +164,7 @@ pub async fn delete_space(store: &Store, actor: &Actor, key: &str) -> Result<()>
     delete_all::<crate::model::Filter>(&mut tx, space.SpaceID).await?;
     delete_all::<crate::model::Invocation>(&mut tx, space.SpaceID).await?;
     delete_all::<Target>(&mut tx, space.SpaceID).await?;
+    delete_all::<crate::model::Release>(&mut tx, space.SpaceID).await?;
     tx.delete::<Space>(space.SpaceID).await?;
     tx.commit().await?;
     Ok(())

@@ -73,7 +73,7 @@ pub async fn create_variant(
     let mut units = vec![];
     let mut links = vec![];
     for up in tx.list::<Unit>(Some(upstream.SpaceID)).await? {
-        let (u, l) = clone_unit(&mut tx, actor, &space, &up).await?;
+        let (u, l) = clone_unit(&mut tx, actor, &space, &up, up.HeadRevisionNum).await?;
         units.push(u);
         links.push(l);
     }
@@ -81,9 +81,16 @@ pub async fn create_variant(
     Ok(VariantCreated { Space: space, Units: units, Links: links })
 }
 
-/// Clones `up` at its head into `space` with an UpgradeUnit link whose cursors sit at the clone.
-pub(crate) async fn clone_unit(tx: &mut Tx, actor: &Actor, space: &Space, up: &Unit) -> Result<(Unit, Link)> {
-    let (_, data) = tx.must_revision(up.UnitID, up.HeadRevisionNum).await?;
+/// Clones `up` at revision `at` into `space` with an UpgradeUnit link whose cursors sit at the
+/// clone.
+pub(crate) async fn clone_unit(
+    tx: &mut Tx,
+    actor: &Actor,
+    space: &Space,
+    up: &Unit,
+    at: i64,
+) -> Result<(Unit, Link)> {
+    let (_, data) = tx.must_revision(up.UnitID, at).await?;
     let now = Utc::now();
     let mut unit = Unit {
         UnitID: Uuid::new_v4(),
@@ -100,7 +107,7 @@ pub(crate) async fn clone_unit(tx: &mut Tx, actor: &Actor, space: &Space, up: &U
         LastChangeDescription: String::new(),
         UpstreamUnitID: Some(up.UnitID),
         UpstreamSpaceID: Some(up.SpaceID),
-        UpstreamRevisionNum: up.HeadRevisionNum,
+        UpstreamRevisionNum: at,
         LastReleasedRevisionNum: 0,
         TargetID: None,
         ProtectedPaths: vec![],
@@ -125,7 +132,7 @@ pub(crate) async fn clone_unit(tx: &mut Tx, actor: &Actor, space: &Space, up: &U
         ToUnitID: up.UnitID,
         ToSpaceID: up.SpaceID,
         UpdateType: UpdateType::UpgradeUnit,
-        UpstreamLastMergedRevisionNum: up.HeadRevisionNum,
+        UpstreamLastMergedRevisionNum: at,
         DownstreamLastMergedRevisionNum: unit.HeadRevisionNum,
         Version: 1,
         CreatedAt: now,
@@ -199,7 +206,7 @@ pub async fn promote_variant(
                 ),
             ));
         }
-        let (u, _) = clone_unit(&mut tx, actor, &space, &up).await?;
+        let (u, _) = clone_unit(&mut tx, actor, &space, &up, up.HeadRevisionNum).await?;
         out.push(PromotedUnit {
             Slug: u.Slug.to_string(),
             Outcome: "Clone".into(),

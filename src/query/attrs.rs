@@ -241,6 +241,22 @@ pub static TAG: Entity = Entity {
     ],
 };
 
+/// ChangeOrder allow-list (the derived sets and State included: they are what users ask).
+pub static CHANGE_ORDER: Entity = Entity {
+    name: "ChangeOrder",
+    self_qualifier: false,
+    attrs: attrs![
+        ChangeOrderID: T::Uuid, SpaceID: T::Uuid, Slug: T::String, DisplayName: T::String,
+        Description: T::String, Labels: T::Map, Annotations: T::Map, UpdateType: T::String,
+        StartTagID: T::Uuid, EndTagID: T::Uuid, AdoptedEndTagID: T::NullableUuid,
+        RestoreTagID: T::NullableUuid, InScopeSpaceIDs: T::Array(UUID), WhereSpace: T::String,
+        ResolvedSpaceIDs: T::Array(UUID), ReleasedSpaceIDs: T::Array(UUID),
+        RestoredSpaceIDs: T::Array(UUID), ReleasedRestoredSpaceIDs: T::Array(UUID),
+        State: T::String, AbortedReason: T::String, Stage: T::String,
+        ChangeWorkflowID: T::NullableUuid, InvocationID: T::NullableUuid,
+    ],
+};
+
 /// Filter allow-list.
 pub static FILTER: Entity = Entity {
     name: "Filter",
@@ -271,6 +287,31 @@ pub static TARGET: Entity = Entity {
     ],
 };
 
+/// Fields of a Release's `LiveStatus`, reached as `LiveStatus.Health` (null before any report).
+pub static LIVE_STATUS: Entity = Entity {
+    name: "LiveStatus",
+    self_qualifier: false,
+    attrs: &[
+        Attr { name: "Sync", ty: T::String },
+        Attr { name: "Operation", ty: T::String },
+        Attr { name: "Health", ty: T::String },
+        Attr { name: "Message", ty: T::String },
+        Attr { name: "ObservedAt", ty: T::Time },
+    ],
+};
+
+/// Release allow-list.
+pub static RELEASE: Entity = Entity {
+    name: "Release",
+    self_qualifier: false,
+    attrs: attrs![
+        ReleaseID: T::Uuid, SpaceID: T::Uuid, Slug: T::String, DisplayName: T::String,
+        Labels: T::Map, Annotations: T::Map, TargetID: T::Uuid, ReleaseNum: T::Int,
+        TagID: T::Uuid, ChangeOrderID: T::NullableUuid, Digest: T::String,
+        RevisionSpec: T::String, PublishedBy: T::Uuid, LiveStatus: T::Relation(&LIVE_STATUS),
+    ],
+};
+
 /// User allow-list.
 pub static USER: Entity = Entity {
     name: "User",
@@ -280,7 +321,7 @@ pub static USER: Entity = Entity {
 
 /// Every entity, for [`entity`].
 pub static ENTITIES: &[&Entity] =
-    &[&SPACE, &UNIT, &REVISION, &LINK, &TAG, &FILTER, &INVOCATION, &TARGET, &USER];
+    &[&SPACE, &UNIT, &REVISION, &LINK, &TAG, &FILTER, &INVOCATION, &TARGET, &RELEASE, &USER, &CHANGE_ORDER];
 
 /// Looks an entity up by its name (`"Space"`, `"Unit"`, ...), case-sensitively.
 pub fn entity(name: &str) -> Option<&'static Entity> {

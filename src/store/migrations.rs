@@ -46,6 +46,15 @@ const MIGRATIONS: &[(i64, &[&str])] = &[
             space_id TEXT NOT NULL,
             PRIMARY KEY (kind, mark_id, unit_id, revision_num))",
             "CREATE INDEX revision_marks_by_unit ON revision_marks (unit_id, revision_num)",
+            // Links as edges, so ChangeOrder state is a few set-based queries, whatever the fleet size.
+            "CREATE TABLE link_edges (
+            link_id TEXT NOT NULL PRIMARY KEY,
+            space_id TEXT NOT NULL,
+            from_unit_id TEXT NOT NULL,
+            to_unit_id TEXT NOT NULL,
+            to_space_id TEXT NOT NULL,
+            update_type TEXT NOT NULL)",
+            "CREATE INDEX link_edges_by_to_unit ON link_edges (to_unit_id)",
         ],
     ),
 ];

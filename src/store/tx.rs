@@ -1,7 +1,7 @@
 //! A store transaction: typed reads and writes of entities, revisions and tokens.
 
 use super::{Result, StoreError};
-use crate::model::{Entity, Revision};
+use crate::model::{Entity, Revision, UpdateType};
 use sqlx::any::{Any, AnyQueryResult};
 use sqlx::{Row, Transaction};
 use std::collections::HashMap;
@@ -12,6 +12,7 @@ use uuid::Uuid;
 pub struct Tx {
     tx: Transaction<'static, Any>,
     _write_guard: Option<OwnedMutexGuard<()>>,
+    queries: u64,
 }
 
 /// What can mark a revision.
@@ -19,6 +20,8 @@ pub struct Tx {
 pub enum MarkKind {
     Tag,
     ChangeOrder,
+    /// The revisions a Release bundled.
+    Release,
 }
 
 impl MarkKind {
@@ -26,6 +29,7 @@ impl MarkKind {
         match self {
             MarkKind::Tag => "Tag",
             MarkKind::ChangeOrder => "ChangeOrder",
+            MarkKind::Release => "Release",
         }
     }
 
@@ -33,6 +37,7 @@ impl MarkKind {
         match s {
             "Tag" => Some(MarkKind::Tag),
             "ChangeOrder" => Some(MarkKind::ChangeOrder),
+            "Release" => Some(MarkKind::Release),
             _ => None,
         }
     }
@@ -56,6 +61,14 @@ fn decode<E: Entity>(body: &str) -> Result<E> {
     serde_json::from_str(body).map_err(|e| StoreError::Corrupt { kind: E::KIND, reason: e.to_string() })
 }
 
+fn parse_uuid(s: &str) -> Result<Uuid> {
+    s.parse().map_err(|e: uuid::Error| StoreError::Corrupt { kind: "ID", reason: e.to_string() })
+}
+
+fn count_by_space(rows: &[sqlx::any::AnyRow]) -> Result<HashMap<Uuid, i64>> {
+    rows.iter().map(|r| Ok((parse_uuid(&r.get::<String, _>(0))?, r.get::<i64, _>(1)))).collect()
+}
+
 fn decode_revision(body: &str) -> Result<Revision> {
     serde_json::from_str(body).map_err(|e| StoreError::Corrupt { kind: "Revision", reason: e.to_string() })
 }
@@ -77,7 +90,18 @@ impl Tx {
         tx: Transaction<'static, Any>,
         guard: Option<OwnedMutexGuard<()>>,
     ) -> Result<Tx> {
-        Ok(Tx { tx, _write_guard: guard })
+        Ok(Tx { tx, _write_guard: guard, queries: 0 })
+    }
+
+    /// The connection, counting each statement sent (see [`Tx::query_count`]).
+    fn conn(&mut self) -> &mut sqlx::AnyConnection {
+        self.queries += 1;
+        &mut self.tx
+    }
+
+    /// How many statements this transaction has sent: lets tests hold reads to a bounded count.
+    pub fn query_count(&self) -> u64 {
+        self.queries
     }
 
     /// Makes every write of this transaction durable at once.
@@ -91,7 +115,7 @@ impl Tx {
         let row = sqlx::query("SELECT body FROM entities WHERE id = $1 AND kind = $2")
             .bind(id.to_string())
             .bind(E::KIND)
-            .fetch_optional(&mut *self.tx)
+            .fetch_optional(self.conn())
             .await?;
         row.map(|r| decode(&r.get::<String, _>(0))).transpose()
     }
@@ -107,7 +131,7 @@ impl Tx {
             .bind(E::KIND)
             .bind(container(space))
             .bind(slug)
-            .fetch_optional(&mut *self.tx)
+            .fetch_optional(self.conn())
             .await?;
         row.map(|r| decode(&r.get::<String, _>(0))).transpose()
     }
@@ -119,13 +143,13 @@ impl Tx {
                 sqlx::query("SELECT body FROM entities WHERE kind = $1 AND space_id = $2 ORDER BY slug")
                     .bind(E::KIND)
                     .bind(s.to_string())
-                    .fetch_all(&mut *self.tx)
+                    .fetch_all(self.conn())
                     .await?
             }
             None => {
                 sqlx::query("SELECT body FROM entities WHERE kind = $1 ORDER BY space_id, slug")
                     .bind(E::KIND)
-                    .fetch_all(&mut *self.tx)
+                    .fetch_all(self.conn())
                     .await?
             }
         };
@@ -143,11 +167,25 @@ impl Tx {
         .bind(e.slug())
         .bind(e.version())
         .bind(encode(e))
-        .execute(&mut *self.tx)
+        .execute(self.conn())
         .await
         .map_err(|err| {
             unique_as(err, || StoreError::Duplicate { kind: E::KIND, slug: e.slug().to_string() })
         })?;
+        if let Some(edge) = e.link_edge() {
+            sqlx::query(
+                "INSERT INTO link_edges (link_id, space_id, from_unit_id, to_unit_id, to_space_id, update_type)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(edge.link.to_string())
+            .bind(edge.space.to_string())
+            .bind(edge.from_unit.to_string())
+            .bind(edge.to_unit.to_string())
+            .bind(edge.to_space.to_string())
+            .bind(edge.update_type.as_str())
+            .execute(self.conn())
+            .await?;
+        }
         Ok(())
     }
 
@@ -166,7 +204,7 @@ impl Tx {
         .bind(e.id().to_string())
         .bind(E::KIND)
         .bind(sent)
-        .execute(&mut *self.tx)
+        .execute(self.conn())
         .await;
         let res = res.map_err(|err| {
             unique_as(err, || StoreError::Duplicate { kind: E::KIND, slug: e.slug().to_string() })
@@ -194,13 +232,19 @@ impl Tx {
         let r = sqlx::query("DELETE FROM entities WHERE id = $1 AND kind = $2")
             .bind(id.to_string())
             .bind(E::KIND)
-            .execute(&mut *self.tx)
+            .execute(self.conn())
             .await?;
+        if E::KIND == "Link" {
+            sqlx::query("DELETE FROM link_edges WHERE link_id = $1")
+                .bind(id.to_string())
+                .execute(self.conn())
+                .await?;
+        }
         if E::KIND == "Unit" {
             for sql in
                 ["DELETE FROM revisions WHERE unit_id = $1", "DELETE FROM revision_marks WHERE unit_id = $1"]
             {
-                sqlx::query(sql).bind(id.to_string()).execute(&mut *self.tx).await?;
+                sqlx::query(sql).bind(id.to_string()).execute(self.conn()).await?;
             }
         }
         Ok(r.rows_affected() == 1)
@@ -218,7 +262,7 @@ impl Tx {
         .bind(rev.SpaceID.to_string())
         .bind(encode(rev))
         .bind(data)
-        .execute(&mut *self.tx)
+        .execute(self.conn())
         .await
         .map_err(|e| {
             unique_as(e, || StoreError::Busy { what: format!("revision {} of unit {}", rev.RevisionNum, rev.UnitID) })
@@ -233,7 +277,7 @@ impl Tx {
             .bind(encode(rev))
             .bind(rev.UnitID.to_string())
             .bind(rev.RevisionNum)
-            .execute(&mut *self.tx)
+            .execute(self.conn())
             .await?;
         Ok(())
     }
@@ -243,7 +287,7 @@ impl Tx {
         let row = sqlx::query("SELECT body, data FROM revisions WHERE unit_id = $1 AND revision_num = $2")
             .bind(unit.to_string())
             .bind(num)
-            .fetch_optional(&mut *self.tx)
+            .fetch_optional(self.conn())
             .await?;
         let Some(r) = row else { return Ok(None) };
         let mut rev = decode_revision(&r.get::<String, _>(0))?;
@@ -263,7 +307,7 @@ impl Tx {
     pub async fn revisions(&mut self, unit: Uuid) -> Result<Vec<Revision>> {
         let rows = sqlx::query("SELECT body FROM revisions WHERE unit_id = $1 ORDER BY revision_num")
             .bind(unit.to_string())
-            .fetch_all(&mut *self.tx)
+            .fetch_all(self.conn())
             .await?;
         let mut revs =
             rows.iter().map(|r| decode_revision(&r.get::<String, _>(0))).collect::<Result<Vec<_>>>()?;
@@ -277,7 +321,7 @@ impl Tx {
             "SELECT kind, mark_id, revision_num FROM revision_marks WHERE unit_id = $1 ORDER BY mark_id",
         )
         .bind(unit.to_string())
-        .fetch_all(&mut *self.tx)
+        .fetch_all(self.conn())
         .await?;
         for rev in revs.iter_mut() {
             rev.Tags.clear();
@@ -290,7 +334,7 @@ impl Tx {
             match MarkKind::from_column(&r.get::<String, _>(0)) {
                 Some(MarkKind::Tag) => rev.Tags.push(id),
                 Some(MarkKind::ChangeOrder) => rev.ChangeOrders.push(id),
-                None => {}
+                Some(MarkKind::Release) | None => {}
             }
         }
         Ok(())
@@ -314,7 +358,7 @@ impl Tx {
         .bind(unit.to_string())
         .bind(num)
         .bind(space.to_string())
-        .execute(&mut *self.tx)
+        .execute(self.conn())
         .await?;
         Ok(())
     }
@@ -332,7 +376,7 @@ impl Tx {
                 .bind(kind.column())
                 .bind(mark.to_string()),
         };
-        Ok(q.execute(&mut *self.tx).await?.rows_affected())
+        Ok(q.execute(self.conn()).await?.rows_affected())
     }
 
     /// Every revision carrying a mark, across all Spaces, in one query.
@@ -343,7 +387,7 @@ impl Tx {
         )
         .bind(kind.column())
         .bind(mark.to_string())
-        .fetch_all(&mut *self.tx)
+        .fetch_all(self.conn())
         .await?;
         rows.iter()
             .map(|r| {
@@ -369,13 +413,101 @@ impl Tx {
         Ok(out)
     }
 
+    /// The Links (of any Space) that take from a Unit of `space`. One query.
+    pub async fn links_into_space(&mut self, space: Uuid) -> Result<Vec<crate::model::Link>> {
+        let rows = sqlx::query(
+            "SELECT body FROM entities WHERE kind = 'Link' AND id IN
+               (SELECT link_id FROM link_edges WHERE to_space_id = $1) ORDER BY space_id, slug",
+        )
+        .bind(space.to_string())
+        .fetch_all(self.conn())
+        .await?;
+        rows.iter().map(|r| decode(&r.get::<String, _>(0))).collect()
+    }
+
+    /// The revisions of one Space's Units that carry a mark. One query.
+    pub async fn marked_in_space(&mut self, kind: MarkKind, mark: Uuid, space: Uuid) -> Result<Vec<Marked>> {
+        let rows = sqlx::query(
+            "SELECT unit_id, revision_num FROM revision_marks
+             WHERE kind = $1 AND mark_id = $2 AND space_id = $3 ORDER BY unit_id, revision_num",
+        )
+        .bind(kind.column())
+        .bind(mark.to_string())
+        .bind(space.to_string())
+        .fetch_all(self.conn())
+        .await?;
+        rows.iter()
+            .map(|r| Ok(Marked { unit: parse_uuid(&r.get::<String, _>(0))?, space, revision_num: r.get(1) }))
+            .collect()
+    }
+
+    /// Per Space: Links of `update_type` whose upstream Unit carries `tag` but whose downstream
+    /// Unit does not, i.e. the hops that still have to take the change. One query.
+    pub async fn pending_links(&mut self, tag: Uuid, update_type: UpdateType) -> Result<HashMap<Uuid, i64>> {
+        let rows = sqlx::query(
+            "SELECT e.space_id, COUNT(*) FROM link_edges e
+             WHERE e.update_type = $1
+               AND EXISTS (SELECT 1 FROM revision_marks u
+                           WHERE u.kind = 'Tag' AND u.mark_id = $2 AND u.unit_id = e.to_unit_id)
+               AND NOT EXISTS (SELECT 1 FROM revision_marks d
+                               WHERE d.kind = 'Tag' AND d.mark_id = $2 AND d.unit_id = e.from_unit_id)
+             GROUP BY e.space_id",
+        )
+        .bind(update_type.as_str())
+        .bind(tag.to_string())
+        .fetch_all(self.conn())
+        .await?;
+        count_by_space(&rows)
+    }
+
+    /// Per Space: how many revisions carry a mark. One query.
+    pub async fn marked_spaces(&mut self, kind: MarkKind, mark: Uuid) -> Result<HashMap<Uuid, i64>> {
+        let rows = sqlx::query(
+            "SELECT space_id, COUNT(*) FROM revision_marks WHERE kind = $1 AND mark_id = $2 GROUP BY space_id",
+        )
+        .bind(kind.column())
+        .bind(mark.to_string())
+        .fetch_all(self.conn())
+        .await?;
+        count_by_space(&rows)
+    }
+
+    /// Per Space: Units carrying `tag` whose tagged revision no Release has bundled (nor a later
+    /// revision of the same Unit). One query.
+    pub async fn unreleased(&mut self, tag: Uuid) -> Result<HashMap<Uuid, i64>> {
+        let rows = sqlx::query(
+            "SELECT m.space_id, COUNT(*) FROM revision_marks m
+             WHERE m.kind = 'Tag' AND m.mark_id = $1
+               AND NOT EXISTS (SELECT 1 FROM revision_marks r
+                               WHERE r.unit_id = m.unit_id AND r.kind = 'Release'
+                                 AND r.revision_num >= m.revision_num)
+             GROUP BY m.space_id",
+        )
+        .bind(tag.to_string())
+        .fetch_all(self.conn())
+        .await?;
+        count_by_space(&rows)
+    }
+
+    /// Space-level edges of the Link graph: (downstream Space, upstream Space). One query.
+    pub async fn space_edges(&mut self, update_type: UpdateType) -> Result<Vec<(Uuid, Uuid)>> {
+        let rows =
+            sqlx::query("SELECT DISTINCT space_id, to_space_id FROM link_edges WHERE update_type = $1")
+                .bind(update_type.as_str())
+                .fetch_all(self.conn())
+                .await?;
+        rows.iter()
+            .map(|r| Ok((parse_uuid(&r.get::<String, _>(0))?, parse_uuid(&r.get::<String, _>(1))?)))
+            .collect()
+    }
+
     /// Records a token (by its hash) for a user.
     pub async fn insert_token(&mut self, token_hash: &str, user: Uuid) -> Result<()> {
         sqlx::query("INSERT INTO tokens (token_hash, user_id, created_at) VALUES ($1, $2, $3)")
             .bind(token_hash)
             .bind(user.to_string())
             .bind(chrono::Utc::now().to_rfc3339())
-            .execute(&mut *self.tx)
+            .execute(self.conn())
             .await?;
         Ok(())
     }
@@ -384,7 +516,7 @@ impl Tx {
     pub async fn token_user(&mut self, token_hash: &str) -> Result<Option<Uuid>> {
         let row = sqlx::query("SELECT user_id FROM tokens WHERE token_hash = $1")
             .bind(token_hash)
-            .fetch_optional(&mut *self.tx)
+            .fetch_optional(self.conn())
             .await?;
         Ok(row.and_then(|r| r.get::<String, _>(0).parse().ok()))
     }
@@ -393,7 +525,7 @@ impl Tx {
     pub async fn count<E: Entity>(&mut self) -> Result<i64> {
         let row = sqlx::query("SELECT COUNT(*) FROM entities WHERE kind = $1")
             .bind(E::KIND)
-            .fetch_one(&mut *self.tx)
+            .fetch_one(self.conn())
             .await?;
         Ok(row.get::<i64, _>(0))
     }

@@ -1,0 +1,547 @@
+//! Promoting a ChangeOrder into Spaces (one transaction per Space, planned from a snapshot
+//! inside that transaction) and undoing it in one.
+
+use super::changeorders::{co_link_type, links_by_unit};
+use super::upgrade::merge_through;
+use super::variants::clone_unit;
+use super::{Actor, OpError, Result, resolve};
+use crate::changeorder::{
+    DownstreamUnit, Outcome, Plan, SkipReason, Snapshot, UnitPlan, UpstreamUnit, hop_order, plan_promotion,
+};
+use crate::model::{
+    ChangeOrder, ChangeOrderType, Invocation, Labels, Permission, RevisionSource, Slug, Space, Tag, Unit,
+    data_hash,
+};
+use crate::store::{MarkKind, Store, Tx};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use uuid::Uuid;
+
+/// The body of a ChangeOrder promotion.
+#[allow(non_snake_case)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromoteChangeOrder {
+    /// One Space to promote into; absent: every Space in scope that has not taken it, hop by hop.
+    #[serde(default)]
+    pub Space: Option<String>,
+    #[serde(default)]
+    pub DryRun: bool,
+    /// The digest a dry run returned: if the plan has changed since, nothing is written (412).
+    #[serde(default)]
+    pub ExpectedPlan: Option<String>,
+}
+
+/// What happened in one Space.
+#[allow(non_snake_case)]
+#[derive(Debug, Serialize)]
+pub struct SpacePromotion {
+    pub Space: String,
+    pub SpaceID: Uuid,
+    pub Plan: Plan,
+    /// Written (false on a dry run or a failure).
+    pub Applied: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub Error: Option<String>,
+}
+
+/// The result of a promotion request.
+#[allow(non_snake_case)]
+#[derive(Debug, Serialize)]
+pub struct PromoteResult {
+    pub ChangeOrder: String,
+    pub DryRun: bool,
+    /// Every Space asked for was promoted.
+    pub Complete: bool,
+    pub Spaces: Vec<SpacePromotion>,
+}
+
+/// Test hooks: simulate a crash part way through applying a Space.
+#[derive(Debug, Default, Clone)]
+pub struct PromoteHooks {
+    /// Fail (rolling the Space back) after applying this many Units.
+    pub fail_after_units: Option<usize>,
+}
+
+fn refuse_aborted(co: &ChangeOrder) -> Result<()> {
+    if co.AbortedReason.is_empty() {
+        return Ok(());
+    }
+    Err(OpError::unprocessable(
+        "ChangeOrder",
+        co.Slug.as_str(),
+        format!("change order '{}' is aborted ({}): it is not promoted anywhere", co.Slug, co.AbortedReason),
+    ))
+}
+
+/// Promotes a ChangeOrder into one Space or, with none named, into every Space in scope that
+/// has not taken it, in hop order; stops at the first Space that fails.
+pub async fn promote_change_order(
+    store: &Store,
+    actor: &Actor,
+    space: &str,
+    key: &str,
+    req: PromoteChangeOrder,
+    hooks: &PromoteHooks,
+) -> Result<PromoteResult> {
+    let (co, targets) = {
+        let mut tx = store.read().await?;
+        let base = resolve::space(&mut tx, space).await?;
+        actor.require(base.SpaceID, base.Slug.as_str(), Permission::View)?;
+        let co = resolve::in_space::<ChangeOrder>(&mut tx, &base, key).await?;
+        refuse_aborted(&co)?;
+        let targets = match &req.Space {
+            Some(s) => {
+                let t = resolve::space(&mut tx, s).await?;
+                if !co.InScopeSpaceIDs.contains(&t.SpaceID) {
+                    return Err(OpError::unprocessable(
+                        "Space",
+                        t.Slug.as_str(),
+                        format!("space '{}' is not in the scope of change order '{}'", t.Slug, co.Slug),
+                    ));
+                }
+                vec![t.SpaceID]
+            }
+            None => {
+                if req.ExpectedPlan.is_some() {
+                    return Err(OpError::invalid(
+                        "ExpectedPlan",
+                        "",
+                        "an expected plan digest pins one Space: name it",
+                    ));
+                }
+                let view = super::co_state::view_change_order(&mut tx, co.clone()).await?;
+                let done: HashSet<Uuid> = view.ResolvedSpaceIDs.into_iter().collect();
+                let order = match co_link_type(co.UpdateType) {
+                    Some(t) => {
+                        let scope: HashSet<Uuid> = co.InScopeSpaceIDs.iter().copied().collect();
+                        hop_order(co.SpaceID, &tx.space_edges(t).await?, Some(&scope))
+                    }
+                    None => co.InScopeSpaceIDs.clone(),
+                };
+                order.into_iter().filter(|s| !done.contains(s)).collect()
+            }
+        };
+        (co, targets)
+    };
+    let mut out = PromoteResult {
+        ChangeOrder: co.Slug.to_string(),
+        DryRun: req.DryRun,
+        Complete: true,
+        Spaces: vec![],
+    };
+    let single = req.Space.is_some();
+    for target in targets {
+        match promote_space(store, actor, co.ChangeOrderID, target, &req, hooks).await {
+            Ok(p) => out.Spaces.push(p),
+            Err(e) if single => return Err(e),
+            Err(e) => {
+                out.Complete = false;
+                let slug = store
+                    .read()
+                    .await?
+                    .get::<Space>(target)
+                    .await?
+                    .map(|s| s.Slug.to_string())
+                    .unwrap_or_default();
+                out.Spaces.push(SpacePromotion {
+                    Space: slug,
+                    SpaceID: target,
+                    Plan: Plan { Units: vec![], Digest: String::new() },
+                    Applied: false,
+                    Error: Some(e.to_string()),
+                });
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn promote_space(
+    store: &Store,
+    actor: &Actor,
+    co_id: Uuid,
+    target: Uuid,
+    req: &PromoteChangeOrder,
+    hooks: &PromoteHooks,
+) -> Result<SpacePromotion> {
+    let mut tx = store.write().await?;
+    let co = tx.must_get::<ChangeOrder>(co_id).await?;
+    refuse_aborted(&co)?;
+    let space = tx.must_get::<Space>(target).await?;
+    actor.require(
+        space.SpaceID,
+        space.Slug.as_str(),
+        if req.DryRun { Permission::View } else { Permission::Edit },
+    )?;
+    let (snapshot, upstream_units) = snapshot(&mut tx, &co, &space).await?;
+    let plan = match &snapshot {
+        Some(s) => plan_promotion(s).map_err(|e| OpError::unprocessable("Unit", "", e.to_string()))?,
+        None => invoke_plan(&mut tx, &co, &space).await?,
+    };
+    if let Some(expected) = req.ExpectedPlan.as_ref().filter(|e| **e != plan.Digest) {
+        return Err(OpError::Stale {
+            field: "ExpectedPlan".into(),
+            value: expected.clone(),
+            message: format!(
+                "the plan for space '{}' has changed since it was previewed (now {}); nothing was written: preview again",
+                space.Slug, plan.Digest
+            ),
+        });
+    }
+    if req.DryRun {
+        return Ok(SpacePromotion {
+            Space: space.Slug.to_string(),
+            SpaceID: target,
+            Plan: plan,
+            Applied: false,
+            Error: None,
+        });
+    }
+    let calls = match co.InvocationID {
+        Some(id) => {
+            let inv = tx.must_get::<Invocation>(id).await?;
+            super::bind_invocation(&inv, &co.Parameters)?
+        }
+        None => vec![],
+    };
+    let links = match co_link_type(co.UpdateType) {
+        Some(t) => links_by_unit(&mut tx, target, t).await?,
+        None => HashMap::new(),
+    };
+    let desc = format!("change order {}", co.Slug);
+    for (done, line) in plan.Units.iter().enumerate() {
+        let mark = |kind, mark, unit, num| (kind, mark, unit, num);
+        let mut marks = vec![];
+        match &line.Outcome {
+            Outcome::Skip { .. } => continue,
+            Outcome::Clone { At, To } => {
+                let up = upstream_units.get(&line.UpstreamUnitID.unwrap_or_default()).ok_or_else(|| {
+                    OpError::Internal(format!("planned clone of unknown unit {}", line.Unit))
+                })?;
+                let at = if *At > 0 { *At } else { *To };
+                let (unit, link) = clone_unit(&mut tx, actor, &space, up, at).await?;
+                if *At > 0 {
+                    marks.push(mark(MarkKind::Tag, co.StartTagID, unit.UnitID, unit.HeadRevisionNum));
+                    let r = merge_through(&mut tx, actor, unit, link, false, Some(*To)).await?;
+                    marks.extend(
+                        r.Revisions
+                            .iter()
+                            .map(|v| mark(MarkKind::ChangeOrder, co_id, v.UnitID, v.RevisionNum)),
+                    );
+                    marks.push(mark(MarkKind::Tag, co.EndTagID, r.Unit.UnitID, r.Unit.HeadRevisionNum));
+                } else {
+                    marks.push(mark(MarkKind::ChangeOrder, co_id, unit.UnitID, unit.HeadRevisionNum));
+                    marks.push(mark(MarkKind::Tag, co.EndTagID, unit.UnitID, unit.HeadRevisionNum));
+                }
+            }
+            Outcome::Upgrade { To, .. } => {
+                let unit = tx.must_get::<Unit>(line.UnitID.unwrap_or_default()).await?;
+                let link = links.get(&unit.UnitID).cloned().ok_or_else(|| {
+                    OpError::Internal(format!("planned upgrade of unit {} without a link", unit.Slug))
+                })?;
+                marks.push(mark(MarkKind::Tag, co.StartTagID, unit.UnitID, unit.HeadRevisionNum));
+                let r = merge_through(&mut tx, actor, unit, link, false, Some(*To)).await?;
+                marks.extend(
+                    r.Revisions.iter().map(|v| mark(MarkKind::ChangeOrder, co_id, v.UnitID, v.RevisionNum)),
+                );
+                marks.push(mark(MarkKind::Tag, co.EndTagID, r.Unit.UnitID, r.Unit.HeadRevisionNum));
+            }
+            Outcome::Mark { Start } => {
+                let unit = tx.must_get::<Unit>(line.UnitID.unwrap_or_default()).await?;
+                marks.push(mark(MarkKind::Tag, co.StartTagID, unit.UnitID, *Start));
+                marks.push(mark(MarkKind::Tag, co.EndTagID, unit.UnitID, unit.HeadRevisionNum));
+            }
+            Outcome::Invoke => {
+                let unit = tx.must_get::<Unit>(line.UnitID.unwrap_or_default()).await?;
+                marks.push(mark(MarkKind::Tag, co.StartTagID, unit.UnitID, unit.HeadRevisionNum));
+                let r =
+                    super::functions::apply_calls(&mut tx, actor, vec![unit.clone()], &calls, false, &desc)
+                        .await?;
+                let head = match r.first().and_then(|r| r.RevisionNum) {
+                    Some(n) => {
+                        marks.push(mark(MarkKind::ChangeOrder, co_id, unit.UnitID, n));
+                        n
+                    }
+                    None => unit.HeadRevisionNum,
+                };
+                marks.push(mark(MarkKind::Tag, co.EndTagID, unit.UnitID, head));
+            }
+        }
+        for (kind, id, unit, num) in marks {
+            tx.mark(kind, id, space.SpaceID, unit, num).await?;
+        }
+        if hooks.fail_after_units == Some(done + 1) {
+            return Err(OpError::Internal(format!(
+                "injected failure after {} unit(s) of space {}",
+                done + 1,
+                space.Slug
+            )));
+        }
+    }
+    tx.commit().await?;
+    Ok(SpacePromotion {
+        Space: space.Slug.to_string(),
+        SpaceID: target,
+        Plan: plan,
+        Applied: true,
+        Error: None,
+    })
+}
+
+/// The snapshot a Link-following promotion is planned from, and the upstream Units by ID.
+/// `None` for an Invoke ChangeOrder.
+async fn snapshot(
+    tx: &mut Tx,
+    co: &ChangeOrder,
+    space: &Space,
+) -> Result<(Option<Snapshot>, HashMap<Uuid, Unit>)> {
+    let Some(t) = co_link_type(co.UpdateType) else { return Ok((None, HashMap::new())) };
+    if space.SpaceID == co.SpaceID {
+        return Err(OpError::unprocessable(
+            "Space",
+            space.Slug.as_str(),
+            "a change order is not promoted into its own space",
+        ));
+    }
+    let links = links_by_unit(tx, space.SpaceID, t).await?;
+    let taken: HashSet<Uuid> = tx
+        .marked_in_space(MarkKind::Tag, co.EndTagID, space.SpaceID)
+        .await?
+        .into_iter()
+        .map(|m| m.unit)
+        .collect();
+    let mut upstream_spaces: Vec<Uuid> = links.values().map(|l| l.ToSpaceID).collect();
+    if t == crate::model::UpdateType::UpgradeUnit {
+        upstream_spaces.extend(space.UpstreamSpaceID);
+    }
+    upstream_spaces.sort();
+    upstream_spaces.dedup();
+    let covered: HashMap<Uuid, (i64, i64)> =
+        co.CoveredUnits.iter().map(|c| (c.UnitID, (c.StartRevisionNum, c.EndRevisionNum))).collect();
+    let mut upstream = vec![];
+    let mut by_id = HashMap::new();
+    for p in upstream_spaces {
+        let intervals: Option<HashMap<Uuid, (i64, i64)>> = if p == co.SpaceID {
+            None
+        } else {
+            let ends = tx.marked_in_space(MarkKind::Tag, co.EndTagID, p).await?;
+            if ends.is_empty() {
+                let slug = tx.get::<Space>(p).await?.map(|s| s.Slug.to_string()).unwrap_or_default();
+                return Err(OpError::unprocessable(
+                    "Space",
+                    space.Slug.as_str(),
+                    format!(
+                        "space '{slug}', which '{}' takes from, has not taken change order '{}' yet: promote it first",
+                        space.Slug, co.Slug
+                    ),
+                ));
+            }
+            let starts: HashMap<Uuid, i64> = tx
+                .marked_in_space(MarkKind::Tag, co.StartTagID, p)
+                .await?
+                .into_iter()
+                .map(|m| (m.unit, m.revision_num))
+                .collect();
+            let mut iv = HashMap::new();
+            for m in ends {
+                iv.insert(m.unit, (starts.get(&m.unit).copied().unwrap_or(0), m.revision_num));
+            }
+            Some(iv)
+        };
+        for u in tx.list::<Unit>(Some(p)).await? {
+            let interval = match &intervals {
+                None => covered.get(&u.UnitID).copied(),
+                Some(iv) => iv.get(&u.UnitID).copied(),
+            };
+            upstream.push(UpstreamUnit {
+                id: u.UnitID,
+                slug: u.Slug.to_string(),
+                interval,
+                created_after: intervals.is_none() && interval.is_none() && u.CreatedAt > co.CreatedAt,
+            });
+            by_id.insert(u.UnitID, u);
+        }
+    }
+    let mut cursors: HashMap<Uuid, Vec<i64>> = HashMap::new();
+    for l in tx.links_into_space(space.SpaceID).await? {
+        if l.UpdateType == t {
+            cursors.entry(l.ToUnitID).or_default().push(l.UpstreamLastMergedRevisionNum);
+        }
+    }
+    let downstream = tx
+        .list::<Unit>(Some(space.SpaceID))
+        .await?
+        .into_iter()
+        .map(|u| DownstreamUnit {
+            id: u.UnitID,
+            slug: u.Slug.to_string(),
+            head: u.HeadRevisionNum,
+            taken: taken.contains(&u.UnitID),
+            link: links.get(&u.UnitID).map(|l| (l.ToUnitID, l.UpstreamLastMergedRevisionNum)),
+            downstream_cursors: cursors.remove(&u.UnitID).unwrap_or_default(),
+        })
+        .collect();
+    let clones = t == crate::model::UpdateType::UpgradeUnit;
+    Ok((Some(Snapshot { upstream, downstream, clones }), by_id))
+}
+
+/// The plan of an Invoke ChangeOrder in one Space: the covered Units, asked now.
+async fn invoke_plan(tx: &mut Tx, co: &ChangeOrder, space: &Space) -> Result<Plan> {
+    debug_assert_eq!(co.UpdateType, ChangeOrderType::Invoke);
+    let covered = super::co_state::covered_units(tx, co).await?;
+    let taken: HashSet<Uuid> = tx
+        .marked_in_space(MarkKind::Tag, co.EndTagID, space.SpaceID)
+        .await?
+        .into_iter()
+        .map(|m| m.unit)
+        .collect();
+    let mut units: Vec<UnitPlan> = covered
+        .get(&space.SpaceID)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+        .iter()
+        .map(|u| UnitPlan {
+            Unit: u.Slug.to_string(),
+            UnitID: Some(u.UnitID),
+            UpstreamUnitID: None,
+            HeadRevisionNum: u.HeadRevisionNum,
+            Outcome: if taken.contains(&u.UnitID) {
+                Outcome::Skip { Reason: SkipReason::AlreadyTaken }
+            } else {
+                Outcome::Invoke
+            },
+        })
+        .collect();
+    units.sort_by(|a, b| a.Unit.cmp(&b.Unit));
+    Ok(Plan { Digest: crate::changeorder::digest(&units), Units: units })
+}
+
+/// The body of an undo.
+#[allow(non_snake_case)]
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DemoteChangeOrder {
+    pub Space: String,
+}
+
+/// What an undo did to one Unit.
+#[allow(non_snake_case)]
+#[derive(Debug, Serialize)]
+pub struct RestoredUnit {
+    pub Unit: String,
+    /// `Restore` (a new revision with the data from before the change), `Unchanged` (the data
+    /// already was), `AlreadyRestored`, or `KeptClone` (the change created the Unit).
+    pub Outcome: String,
+    pub RevisionNum: i64,
+}
+
+/// Undoes an aborted ChangeOrder in one Space, in one step: every Unit that took it gets the
+/// data it had before, marked with the `-co-restore` Tag (minted on first use).
+pub async fn demote_change_order(
+    store: &Store,
+    actor: &Actor,
+    space: &str,
+    key: &str,
+    req: DemoteChangeOrder,
+) -> Result<Vec<RestoredUnit>> {
+    let mut tx = store.write().await?;
+    let base = resolve::space(&mut tx, space).await?;
+    let mut co = resolve::in_space::<ChangeOrder>(&mut tx, &base, key).await?;
+    let target = resolve::space(&mut tx, &req.Space).await?;
+    actor.require(target.SpaceID, target.Slug.as_str(), Permission::Edit)?;
+    if co.AbortedReason.is_empty() {
+        return Err(OpError::unprocessable(
+            "ChangeOrder",
+            co.Slug.as_str(),
+            format!(
+                "change order '{}' is not aborted: undo requires the abort first (changeflow changeorder update {} --space {} --aborted-reason R)",
+                co.Slug, co.Slug, base.Slug
+            ),
+        ));
+    }
+    let ends = tx.marked_in_space(MarkKind::Tag, co.EndTagID, target.SpaceID).await?;
+    if ends.is_empty() || target.SpaceID == co.SpaceID {
+        return Err(OpError::unprocessable(
+            "Space",
+            target.Slug.as_str(),
+            format!("space '{}' has not taken change order '{}': nothing to undo", target.Slug, co.Slug),
+        ));
+    }
+    let restore_tag = match co.RestoreTagID {
+        Some(t) => t,
+        None => {
+            let now = Utc::now();
+            let slug = Slug::parse(&format!("{}-co-restore", co.Slug))?;
+            let tag = Tag {
+                TagID: Uuid::new_v4(),
+                SpaceID: co.SpaceID,
+                DisplayName: slug.to_string(),
+                Slug: slug,
+                Labels: Labels::new(),
+                Annotations: Labels::new(),
+                ChangeOrderID: Some(co.ChangeOrderID),
+                Version: 1,
+                CreatedAt: now,
+                UpdatedAt: now,
+            };
+            tx.insert(&tag).await?;
+            co.RestoreTagID = Some(tag.TagID);
+            tx.update(&mut co).await?;
+            tag.TagID
+        }
+    };
+    let starts: HashMap<Uuid, i64> = tx
+        .marked_in_space(MarkKind::Tag, co.StartTagID, target.SpaceID)
+        .await?
+        .into_iter()
+        .map(|m| (m.unit, m.revision_num))
+        .collect();
+    let restored: HashSet<Uuid> = tx
+        .marked_in_space(MarkKind::Tag, restore_tag, target.SpaceID)
+        .await?
+        .into_iter()
+        .map(|m| m.unit)
+        .collect();
+    let mut out = vec![];
+    let mut seen = HashSet::new();
+    for end in ends {
+        if !seen.insert(end.unit) {
+            continue;
+        }
+        let mut unit = tx.must_get::<Unit>(end.unit).await?;
+        let (outcome, num) = if restored.contains(&unit.UnitID) {
+            ("AlreadyRestored", unit.HeadRevisionNum)
+        } else if let Some(start) = starts.get(&unit.UnitID) {
+            let (_, before) = tx.must_revision(unit.UnitID, *start).await?;
+            if data_hash(&before) == unit.DataHash {
+                ("Unchanged", unit.HeadRevisionNum)
+            } else {
+                let desc = format!("undo change order {}", co.Slug);
+                let upstream = unit.UpstreamRevisionNum;
+                super::units::append_revision(
+                    &mut tx,
+                    &mut unit,
+                    &before,
+                    RevisionSource::Restore,
+                    actor.id(),
+                    &desc,
+                    upstream,
+                )
+                .await?;
+                tx.update(&mut unit).await?;
+                ("Restore", unit.HeadRevisionNum)
+            }
+        } else {
+            ("KeptClone", unit.HeadRevisionNum)
+        };
+        if outcome != "AlreadyRestored" {
+            tx.mark(MarkKind::Tag, restore_tag, target.SpaceID, unit.UnitID, num).await?;
+        }
+        out.push(RestoredUnit { Unit: unit.Slug.to_string(), Outcome: outcome.into(), RevisionNum: num });
+    }
+    tx.commit().await?;
+    Ok(out)
+}

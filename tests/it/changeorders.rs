@@ -1,0 +1,273 @@
+//! ChangeOrders end to end: the seed's story on a chain of variants, the refusals, idempotence,
+//! Invoke orders across unrelated Spaces, and bounded reads.
+
+use crate::api::WEB;
+use crate::helpers::{App, spawn_app};
+use serde_json::{Value, json};
+
+const DB: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\ndata:\n  size: small\n";
+
+/// base → dev → staging → prod → {prod-eu, prod-us}
+async fn chain(app: &App) {
+    app.ok("POST", "/v1/spaces", Some(json!({"Slug": "base", "Labels": {"Component": "shop"}}))).await;
+    app.ok("POST", "/v1/spaces/base/units", Some(json!({"Slug": "web", "Data": WEB}))).await;
+    app.ok("POST", "/v1/spaces/base/units", Some(json!({"Slug": "db", "Data": DB}))).await;
+    for (from, to, stage) in [
+        ("base", "dev", "dev"),
+        ("dev", "staging", "staging"),
+        ("staging", "prod", "prod"),
+        ("prod", "prod-eu", "prod"),
+        ("prod", "prod-us", "prod"),
+    ] {
+        app.ok(
+            "POST",
+            &format!("/v1/spaces/{from}/variants"),
+            Some(json!({"Slug": to, "Labels": {"Stage": stage}})),
+        )
+        .await;
+    }
+}
+
+async fn edit_base(app: &App) {
+    let v2 = WEB.replace("web:1.0", "web:2.0");
+    app.ok("PATCH", "/v1/spaces/base/units/web", Some(json!({"Data": v2, "ChangeDescription": "web 2.0"})))
+        .await;
+    let v3 = v2.replace("replicas: 2", "replicas: 4");
+    app.ok(
+        "PATCH",
+        "/v1/spaces/base/units/web",
+        Some(json!({"Data": v3, "ChangeDescription": "4 replicas"})),
+    )
+    .await;
+}
+
+async fn co(app: &App) -> Value {
+    app.ok("GET", "/v1/spaces/base/changeorders/bump", None).await
+}
+
+async fn promote(app: &App, space: Option<&str>) -> Value {
+    app.ok("POST", "/v1/spaces/base/changeorders/bump/promote", Some(json!({"Space": space}))).await
+}
+
+fn outcomes(p: &Value) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = p["Spaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| {
+            s["Plan"]["Units"].as_array().unwrap().iter().map(|u| {
+                (u["Unit"].as_str().unwrap().to_string(), u["Outcome"].as_str().unwrap().to_string())
+            })
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+async fn space_id(app: &App, slug: &str) -> String {
+    app.ok("GET", &format!("/v1/spaces/{slug}"), None).await["SpaceID"].as_str().unwrap().to_string()
+}
+
+async fn revisions(app: &App, space: &str, unit: &str) -> Vec<Value> {
+    app.ok("GET", &format!("/v1/spaces/{space}/units/{unit}/revisions"), None)
+        .await
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+async fn the_story(backend: &str) {
+    let app = spawn_app(backend).await;
+    chain(&app).await;
+    edit_base(&app).await;
+    let created = app
+        .ok("POST", "/v1/spaces/base/changeorders", Some(json!({"Slug": "bump", "Description": "web 2.0"})))
+        .await;
+    assert_eq!(created["State"], "New");
+    assert_eq!(created["InScopeSpaceIDs"].as_array().unwrap().len(), 5, "scope = where the links reach");
+    let covered = created["CoveredUnits"].as_array().unwrap();
+    let web = covered.iter().find(|c| c["Slug"] == "web").unwrap();
+    assert_eq!((web["StartRevisionNum"].as_i64(), web["EndRevisionNum"].as_i64()), (Some(1), Some(3)));
+    let db = covered.iter().find(|c| c["Slug"] == "db").unwrap();
+    assert_eq!(
+        db["StartRevisionNum"], db["EndRevisionNum"],
+        "a unit the change carries nothing for is marked"
+    );
+    let tags = app.ok("GET", "/v1/spaces/base/tags", None).await;
+    let slugs: Vec<&str> = tags.as_array().unwrap().iter().map(|t| t["Slug"].as_str().unwrap()).collect();
+    assert_eq!(slugs, ["bump-co-end", "bump-co-start"]);
+    let base_revs = revisions(&app, "base", "web").await;
+    assert!(base_revs[0]["ChangeOrders"].as_array().unwrap().is_empty());
+    assert_eq!(base_revs[1]["ChangeOrders"], json!([created["ChangeOrderID"]]));
+    assert_eq!(base_revs[2]["ChangeOrders"], json!([created["ChangeOrderID"]]));
+
+    // hop by hop: staging cannot take it before dev
+    let r = app
+        .admin("POST", "/v1/spaces/base/changeorders/bump/promote", Some(json!({"Space": "staging"})))
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["error"].as_str().unwrap().contains("'dev'"), "{}", r.text);
+
+    let p = promote(&app, Some("dev")).await;
+    assert_eq!(outcomes(&p), [("db".into(), "Mark".into()), ("web".into(), "Upgrade".into())]);
+    assert_eq!(co(&app).await["State"], "InProgress");
+    let dev = revisions(&app, "dev", "web").await;
+    assert_eq!(dev.len(), 3, "one downstream revision per upstream revision");
+    assert_eq!(dev[2]["ChangeOrders"], json!([created["ChangeOrderID"]]));
+    assert_eq!(dev[0]["Tags"].as_array().unwrap().len(), 1, "start tag on the head before the merge");
+    assert_eq!(dev[2]["Tags"].as_array().unwrap().len(), 1, "end tag where the merge arrived");
+
+    // a second promotion of the same Space changes nothing
+    let again = promote(&app, Some("dev")).await;
+    assert!(outcomes(&again).iter().all(|(_, o)| o == "Skip"), "{again}");
+    assert_eq!(revisions(&app, "dev", "web").await.len(), 3);
+
+    promote(&app, Some("staging")).await;
+    promote(&app, Some("prod")).await;
+    let rest = promote(&app, None).await;
+    let mut spaces: Vec<&str> =
+        rest["Spaces"].as_array().unwrap().iter().map(|s| s["Space"].as_str().unwrap()).collect();
+    spaces.sort();
+    assert_eq!(spaces, ["prod-eu", "prod-us"], "only the Spaces still waiting");
+    let now = co(&app).await;
+    assert_eq!(now["State"], "Resolved");
+    assert_eq!(now["ResolvedSpaceIDs"].as_array().unwrap().len(), 6);
+    let data = app.admin("GET", "/v1/spaces/prod-us/units/web/data", None).await.text;
+    assert!(data.contains("web:2.0") && data.contains("replicas: 4"), "{data}");
+
+    // the derived sets are queryable
+    let eu = space_id(&app, "prod-eu").await;
+    let q = format!(
+        "/v1/changeorders?where={}",
+        urlencode(&format!("ResolvedSpaceIDs ? '{eu}' AND LEN(ResolvedSpaceIDs) > 3"))
+    );
+    assert_eq!(app.ok("GET", &q, None).await.as_array().unwrap().len(), 1);
+    let q = format!("/v1/changeorders?where={}", urlencode("State = 'New'"));
+    assert_eq!(app.ok("GET", &q, None).await.as_array().unwrap().len(), 0);
+
+    // a later base edit is not part of this change: promotion stops at the end tag
+    let v4 = WEB.replace("web:1.0", "web:3.0");
+    app.ok("PATCH", "/v1/spaces/base/units/web", Some(json!({"Data": v4}))).await;
+    let p = promote(&app, Some("dev")).await;
+    assert!(outcomes(&p).iter().all(|(_, o)| o == "Skip"));
+    assert!(!app.admin("GET", "/v1/spaces/dev/units/web/data", None).await.text.contains("web:3.0"));
+
+    // abort refuses every promotion; undo restores a Space in one step
+    let r = app
+        .admin("POST", "/v1/spaces/base/changeorders/bump/demote", Some(json!({"Space": "prod-us"})))
+        .await;
+    assert_eq!(r.status, 422);
+    assert!(r.body["error"].as_str().unwrap().contains("not aborted"), "{}", r.text);
+    let aborted = app
+        .ok("PATCH", "/v1/spaces/base/changeorders/bump", Some(json!({"AbortedReason": "bad image"})))
+        .await;
+    assert_eq!(aborted["State"], "Aborted");
+    let r =
+        app.admin("POST", "/v1/spaces/base/changeorders/bump/promote", Some(json!({"Space": "dev"}))).await;
+    assert_eq!(r.status, 422);
+    assert!(r.body["error"].as_str().unwrap().contains("aborted"), "{}", r.text);
+    let undone =
+        app.ok("POST", "/v1/spaces/base/changeorders/bump/demote", Some(json!({"Space": "prod-us"}))).await;
+    let web_undo = undone.as_array().unwrap().iter().find(|u| u["Unit"] == "web").unwrap();
+    assert_eq!(web_undo["Outcome"], "Restore");
+    let data = app.admin("GET", "/v1/spaces/prod-us/units/web/data", None).await.text;
+    assert!(data.contains("web:1.0") && data.contains("replicas: 2"), "{data}");
+    let r = app.admin("PATCH", "/v1/spaces/base/changeorders/bump", Some(json!({"AbortedReason": ""}))).await;
+    assert_eq!(r.status, 422, "an undo cannot be taken back");
+    let after = co(&app).await;
+    assert_eq!(after["RestoredSpaceIDs"].as_array().unwrap().len(), 1);
+    assert_eq!(after["State"], "Aborted", "partly undone");
+
+    // delete takes its marks back
+    app.ok("DELETE", "/v1/spaces/base/changeorders/bump", None).await;
+    assert!(app.ok("GET", "/v1/spaces/base/tags", None).await.as_array().unwrap().is_empty());
+    let revs = revisions(&app, "dev", "web").await;
+    assert!(revs.iter().all(
+        |r| r["ChangeOrders"].as_array().unwrap().is_empty() && r["Tags"].as_array().unwrap().is_empty()
+    ));
+    app.stop().await;
+}
+
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_story_sqlite() {
+    the_story("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_story_postgres() {
+    the_story("postgres").await;
+}
+
+async fn tags_and_units(app: &App) -> (usize, usize) {
+    let tags = app.ok("GET", "/v1/tags", None).await.as_array().unwrap().len();
+    let cos = app.ok("GET", "/v1/changeorders", None).await.as_array().unwrap().len();
+    (tags, cos)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_write_nothing() {
+    let app = spawn_app("sqlite").await;
+    chain(&app).await;
+    edit_base(&app).await;
+    // a scope that skips a hop
+    let r = app
+        .admin(
+            "POST",
+            "/v1/spaces/base/changeorders",
+            Some(json!({"Slug": "skip", "InScopeSpaces": ["dev", "prod"]})),
+        )
+        .await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let msg = r.body["error"].as_str().unwrap();
+    assert!(msg.contains("'prod'") && msg.contains("'staging'"), "{msg}");
+    assert_eq!(tags_and_units(&app).await, (0, 0));
+    // disagreeing cursors: qa is cloned at the base's head, dev still sits at revision 1
+    app.ok("POST", "/v1/spaces/base/variants", Some(json!({"Slug": "qa"}))).await;
+    let r = app.admin("POST", "/v1/spaces/base/changeorders", Some(json!({"Slug": "split"}))).await;
+    assert_eq!(r.status, 422, "{}", r.text);
+    let msg = r.body["error"].as_str().unwrap();
+    assert!(msg.contains("'web'") && msg.contains("dev at 1") && msg.contains("qa at 3"), "{msg}");
+    assert_eq!(tags_and_units(&app).await, (0, 0));
+    // a stale plan digest
+    app.ok("POST", "/v1/spaces/dev/units/web/upgrade", Some(json!({}))).await;
+    app.ok("POST", "/v1/spaces/qa/units/web/upgrade", Some(json!({}))).await;
+    let v5 = WEB.replace("web:1.0", "web:10.0");
+    app.ok("PATCH", "/v1/spaces/base/units/web", Some(json!({"Data": v5}))).await;
+    app.ok("POST", "/v1/spaces/base/changeorders", Some(json!({"Slug": "bump", "InScopeSpaces": ["dev"]})))
+        .await;
+    let dry = app
+        .ok(
+            "POST",
+            "/v1/spaces/base/changeorders/bump/promote",
+            Some(json!({"Space": "dev", "DryRun": true})),
+        )
+        .await;
+    let digest = dry["Spaces"][0]["Plan"]["Digest"].as_str().unwrap().to_string();
+    let before = revisions(&app, "dev", "web").await.len();
+    app.ok("PATCH", "/v1/spaces/dev/units/db", Some(json!({"Data": DB.replace("small", "large")}))).await;
+    let r = app
+        .admin(
+            "POST",
+            "/v1/spaces/base/changeorders/bump/promote",
+            Some(json!({"Space": "dev", "ExpectedPlan": digest})),
+        )
+        .await;
+    assert_eq!(r.status, 412, "{}", r.text);
+    assert_eq!(r.body["field"], "ExpectedPlan");
+    assert_eq!(revisions(&app, "dev", "web").await.len(), before, "nothing written");
+    // out of scope
+    let r =
+        app.admin("POST", "/v1/spaces/base/changeorders/bump/promote", Some(json!({"Space": "qa"}))).await;
+    assert_eq!(r.status, 422);
+    assert!(r.body["error"].as_str().unwrap().contains("not in the scope"), "{}", r.text);
+    app.stop().await;
+}
