@@ -3,6 +3,7 @@
 mod api;
 mod changeorders;
 mod cli;
+mod fleet;
 mod helpers;
 mod releases;
 mod store;
