@@ -36,9 +36,10 @@ pub enum ReleaseCmd {
         space: String,
         /// Which revision of each Unit to bundle: omit for every head; Tag:<tag> for the
         /// revisions a Tag marks; ChangeOrder:<changeorder> for where a change arrived in this
-        /// Space; Before:ChangeOrder:<changeorder> for the state before it (a rollback).
-        /// A Unit the Tag does not mark, or a revision with validation errors, refuses the
-        /// publish.
+        /// Space; Before:ChangeOrder:<changeorder> for the state before it (a rollback). Name
+        /// a Tag or ChangeOrder as space/slug, UUID, or slug (a ChangeOrder's slug is also
+        /// looked up in the Space's upstreams). A Unit the Tag does not mark, or a revision
+        /// with validation errors, refuses the publish.
         #[arg(long, value_name = "SPEC")]
         revision: Option<String>,
     },

@@ -11,8 +11,8 @@
 use super::spaces::{parse_where, to_json};
 use super::{Actor, OpError, Result, resolve};
 use crate::model::{
-    ChangeOrder, Entity, HealthStatus, Labels, LiveStatus, OperationPhase, Permission, Release,
-    ReleasedRevision, Slug, Space, SyncStatus, Tag, Target, Unit,
+    ChangeOrder, Entity, HealthStatus, Labels, LiveStatus, OperationPhase, Permission, Release, Slug, Space,
+    SyncStatus, Tag, Target, Unit,
 };
 use crate::release::provider::{Provider, TargetProvider};
 use crate::release::{Bundle, BundleHeader, RevisionSpec};

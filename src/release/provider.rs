@@ -98,10 +98,14 @@ impl Provider for DirectoryProvider {
             .iter()
             .map(|u| (format!("{}.yaml", u.UnitSlug), u.Data.clone().into_bytes()))
             .collect();
-        let manifest = serde_json::to_vec_pretty(&bundle.manifest()).expect("manifests serialize");
+        let mut manifest = serde_json::to_vec_pretty(&bundle.manifest()).expect("manifests serialize");
+        manifest.push(b'\n');
         files.push(("release.json".into(), manifest));
         let (root, name) = (self.root.clone(), bundle.SpaceSlug.clone());
         let shown = root.join(&name);
+        // Two deliveries renaming around one folder at once could fail each other; take turns.
+        static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _turn = TURN.lock().await;
         tokio::task::spawn_blocking(move || replace_dir(&root, &name, &files))
             .await
             .map_err(|e| DeliveryError(format!("writing {} was interrupted: {e}", shown.display())))?
@@ -140,8 +144,9 @@ fn replace_dir(root: &Path, name: &str, files: &[(String, Vec<u8>)]) -> std::io:
         }
     };
     if let Err(e) = std::fs::rename(&fresh, &target) {
-        if had_old {
-            let _ = std::fs::rename(&old, &target);
+        // Put the old release back; if a concurrent writer already put its own there, drop ours.
+        if had_old && std::fs::rename(&old, &target).is_err() {
+            let _ = std::fs::remove_dir_all(&old);
         }
         let _ = std::fs::remove_dir_all(&fresh);
         return Err(e);

@@ -203,6 +203,22 @@ async fn directory_scenario(backend: &str) {
     assert!(out2.join("dev/web.yaml").exists());
     assert_eq!(app.ok("GET", "/v1/spaces/dev/releases/1", None).await["ReleaseID"], other["ReleaseID"]);
     assert_eq!(app.ok("GET", "/v1/spaces/dev/targets/out2", None).await["LastReleaseNum"], 1);
+
+    // racing publishes: each number is taken once; a loser is told to publish again
+    let racing = futures::future::join_all((0..4).map(|_| publish(&app, "dev", None))).await;
+    let mut won: Vec<i64> = vec![];
+    for r in &racing {
+        match r.status {
+            201 => won.push(r.body["ReleaseNum"].as_i64().unwrap()),
+            409 => assert_error(r, 409, "ReleaseNum", &["publish again"]),
+            other => panic!("unexpected {other}: {}", r.text),
+        }
+    }
+    won.sort();
+    assert!(!won.is_empty());
+    assert_eq!(won, (2..2 + won.len() as i64).collect::<Vec<_>>(), "distinct, consecutive numbers");
+    let last = app.ok("GET", "/v1/spaces/dev/targets/out2", None).await["LastReleaseNum"].as_i64();
+    assert_eq!(last, won.last().copied());
     app.stop().await;
 }
 
