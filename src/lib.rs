@@ -10,6 +10,8 @@
 //! - `invoke`: the function registry and built-in functions over a Unit's documents; no I/O.
 //! - `changeorder`: ChangeOrders, the pure part: coverage, hop-by-hop scope, the promotion
 //!   planner and its digest, State reduction; no I/O.
+//! - `gates`: ChangeWorkflows, the pure part: compiling a definition (selectors, CEL, names),
+//!   attestation requirements, and evaluating entry, release and Final gates into verdicts.
 //! - `release`: release bundles, `--revision` specs and digests (pure), and the Target
 //!   providers that deliver a bundle (`Directory`, `Webhook`).
 //! - `store`: the system of record, one port with SQLite and PostgreSQL adapters.
@@ -22,6 +24,7 @@
 pub mod api;
 pub mod changeorder;
 pub mod cli;
+pub mod gates;
 pub mod invoke;
 pub mod merge;
 pub mod model;

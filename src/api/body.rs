@@ -23,6 +23,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
             error: format!("request body: {e}"),
             field: None,
             value: None,
+            gates: None,
         })?;
         let bytes: &[u8] = if bytes.is_empty() { b"{}" } else { &bytes };
         let mut de = serde_json::Deserializer::from_slice(bytes);

@@ -13,11 +13,13 @@ pub struct ApiError {
     pub error: String,
     pub field: Option<String>,
     pub value: Option<String>,
+    /// For refusals by gates: every failing gate with its Space and reason.
+    pub gates: Option<serde_json::Value>,
 }
 
 impl ApiError {
     pub fn bad_request(error: impl Into<String>, field: Option<String>, value: Option<String>) -> Self {
-        ApiError { status: StatusCode::BAD_REQUEST, error: error.into(), field, value }
+        ApiError { status: StatusCode::BAD_REQUEST, error: error.into(), field, value, gates: None }
     }
 }
 
@@ -25,7 +27,7 @@ impl From<OpError> for ApiError {
     fn from(e: OpError) -> Self {
         let status = match &e {
             OpError::Invalid(_) => StatusCode::BAD_REQUEST,
-            OpError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            OpError::Unprocessable { .. } | OpError::GatesClosed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             OpError::NotFound { .. } => StatusCode::NOT_FOUND,
             OpError::Conflict { .. } => StatusCode::CONFLICT,
             OpError::Stale { .. } => StatusCode::PRECONDITION_FAILED,
@@ -37,13 +39,20 @@ impl From<OpError> for ApiError {
             tracing::error!(error = %e, "internal error");
         }
         let (field, value) = e.field_value();
-        ApiError { status, error: e.to_string(), field, value }
+        let gates = match &e {
+            OpError::GatesClosed { gates, .. } => Some(gates.clone()),
+            _ => None,
+        };
+        ApiError { status, error: e.to_string(), field, value, gates }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": self.error, "field": self.field, "value": self.value});
+        let mut body = json!({"error": self.error, "field": self.field, "value": self.value});
+        if let Some(g) = self.gates {
+            body["gates"] = g;
+        }
         let mut resp = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert("www-authenticate", "Bearer".parse().expect("static header"));

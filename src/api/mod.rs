@@ -2,6 +2,7 @@
 //! auth, and errors as `{error, field, value}` with the status that says what went wrong.
 //! Handlers are thin: parse, authenticate, call `ops`, serialize.
 
+mod attestations;
 mod auth;
 mod body;
 mod changeorders;

@@ -77,12 +77,14 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/invocations", get(list_all::<Invocation>))
         .merge(super::releases::routes())
         .merge(super::changeorders::routes())
+        .merge(super::attestations::routes())
         .fallback(|| async {
             ApiError {
                 status: StatusCode::NOT_FOUND,
                 error: "no such endpoint".into(),
                 field: None,
                 value: None,
+                gates: None,
             }
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -44,6 +44,16 @@ impl Client {
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         let msg = v.get("error").and_then(Value::as_str).unwrap_or(&text);
         let mut line = format!("{msg} (HTTP {})", status.as_u16());
+        if let Some(gates) = v.get("gates").and_then(Value::as_array) {
+            let rows: Vec<Value> =
+                gates.iter().filter(|g| g["Satisfied"] == Value::Bool(false)).cloned().collect();
+            let table = super::output::table(
+                &rows,
+                &[("SPACE", "/SpaceSlug"), ("GATE", "/Prerequisite"), ("REASON", "/Message")],
+            );
+            line.push_str("\nfailing gates:\n");
+            line.push_str(table.trim_end());
+        }
         if status == StatusCode::UNAUTHORIZED {
             line.push_str(
                 "; pass --token or set CHANGEFLOW_TOKEN (the admin token is in DATA_DIR/admin.token)",

@@ -581,7 +581,8 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
         | Command::Demo
         | Command::Release(_)
         | Command::Livestatus(_)
-        | Command::Changeorder(_) => {
+        | Command::Changeorder(_)
+        | Command::Attestation(_) => {
             unreachable!("handled by the caller")
         }
     };

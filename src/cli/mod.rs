@@ -2,6 +2,7 @@
 //! except `serve`, `demo` and `render` is a client of the HTTP API. Errors go to stderr with a
 //! non-zero exit; `-o json|yaml` prints what the API returned.
 
+mod attestations;
 mod changeorders;
 mod client;
 mod commands;
@@ -52,6 +53,9 @@ pub enum Command {
     /// Revisions of a Unit.
     #[command(subcommand)]
     Revision(commands::RevisionCmd),
+    /// Attestations: approvals (or rejections) of a change as it stands in a Space.
+    #[command(subcommand)]
+    Attestation(attestations::AttestationCmd),
     /// ChangeOrders: one change's identity as it crosses Space boundaries.
     #[command(subcommand)]
     Changeorder(changeorders::ChangeorderCmd),
@@ -143,6 +147,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let token = cli.token.or_else(default_token);
             let client = Client::new(&cli.server, token);
             match command {
+                Command::Attestation(cmd) => attestations::run(&client, cli.output, cmd).await,
                 Command::Changeorder(cmd) => changeorders::run(&client, cli.output, cmd).await,
                 Command::Release(cmd) => releases::run_release(&client, cli.output, cmd).await,
                 Command::Livestatus(cmd) => releases::run_livestatus(&client, cli.output, cmd).await,

@@ -4,16 +4,18 @@
 //! Everything here is plain data plus validating constructors. No I/O: the store persists these
 //! values, the API serializes them, the planners compute new ones from old ones.
 
+mod attestation;
 mod changeorder;
 mod data;
 mod entities;
 mod names;
 mod release;
 
+pub use attestation::*;
 pub use changeorder::*;
 pub use data::{DataError, data_hash, parse_stream, render_stream};
 pub use entities::*;
-pub use names::{Labels, Slug, validate_labels};
+pub use names::{Labels, Slug, parse_duration, validate_labels};
 pub use release::*;
 
 use thiserror::Error;

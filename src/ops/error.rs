@@ -22,6 +22,10 @@ pub enum OpError {
     /// The request was made against a state that has since changed (HTTP 412).
     #[error("{message}")]
     Stale { field: String, value: String, message: String },
+    /// Entry or release gates that do not hold (HTTP 422); `gates` lists every failing one with
+    /// its Space and reason.
+    #[error("{message}")]
+    GatesClosed { stage: String, message: String, gates: serde_json::Value },
     #[error("admin permission required")]
     AdminOnly,
     #[error("missing or invalid bearer token")]
@@ -50,6 +54,7 @@ impl OpError {
             OpError::Unprocessable { field, value, .. }
             | OpError::Conflict { field, value, .. }
             | OpError::Stale { field, value, .. } => (Some(field.clone()), Some(value.clone())),
+            OpError::GatesClosed { stage, .. } => (Some("Stage".into()), Some(stage.clone())),
             OpError::NotFound { kind, key } => (Some(kind.to_string()), Some(key.clone())),
             OpError::Forbidden { space, .. } => (Some("Space".into()), Some(space.clone())),
             _ => (None, None),

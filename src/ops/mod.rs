@@ -3,6 +3,7 @@
 //! transaction, after checking the caller's permission. The API, the demo and later the job
 //! workers all go through here, so the rules hold for every entry point.
 
+mod attestations;
 mod changeorders;
 mod co_state;
 pub use co_state::view_change_order;
@@ -18,6 +19,7 @@ mod upgrade;
 mod users;
 mod variants;
 
+pub use attestations::*;
 pub use changeorders::*;
 pub use error::OpError;
 pub use functions::*;

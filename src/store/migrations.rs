@@ -57,6 +57,15 @@ const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX link_edges_by_to_unit ON link_edges (to_unit_id)",
         ],
     ),
+    (
+        3,
+        &[
+            // Per-Space counts of a mark stream an index instead of sorting (ChangeOrder state).
+            "CREATE INDEX revision_marks_by_space ON revision_marks (kind, mark_id, space_id)",
+            // "Was this Unit released at or after revision N" without visiting table rows.
+            "CREATE INDEX revision_marks_by_unit_kind ON revision_marks (unit_id, kind, revision_num)",
+        ],
+    ),
 ];
 
 pub(super) async fn run(store: &Store) -> Result<()> {

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, real SQLite files and a real PostgreSQL.
 
 mod api;
+mod attestations;
 mod changeorders;
 mod cli;
 mod fleet;
