@@ -35,7 +35,7 @@ fn approval(user: u128, at: chrono::DateTime<Utc>) -> AttestationFact {
 /// A staging Space; every 10th is under a code freeze, so some verdicts fail as in real life.
 fn space(i: usize, now: chrono::DateTime<Utc>) -> SpaceFacts {
     let slug = format!("staging-{i:04}");
-    let frozen = if i % 10 == 0 { "true" } else { "false" };
+    let frozen = if i.is_multiple_of(10) { "true" } else { "false" };
     let revisions = ["web", "db"]
         .iter()
         .enumerate()

@@ -14,7 +14,7 @@ pub struct ApiError {
     pub field: Option<String>,
     pub value: Option<String>,
     /// For refusals by gates: every failing gate with its Space and reason.
-    pub gates: Option<serde_json::Value>,
+    pub gates: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
@@ -40,7 +40,7 @@ impl From<OpError> for ApiError {
         }
         let (field, value) = e.field_value();
         let gates = match &e {
-            OpError::GatesClosed { gates, .. } => Some(gates.clone()),
+            OpError::GatesClosed { gates, .. } => Some(Box::new(gates.clone())),
             _ => None,
         };
         ApiError { status, error: e.to_string(), field, value, gates }
@@ -51,7 +51,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({"error": self.error, "field": self.field, "value": self.value});
         if let Some(g) = self.gates {
-            body["gates"] = g;
+            body["gates"] = *g;
         }
         let mut resp = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {

@@ -16,8 +16,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::attest::RevisionFacts;
+use super::compile::{CompiledWorkflow, Gate, PROMOTED};
 use super::expr;
-use super::workflow::{CompiledWorkflow, Gate, PROMOTED};
 
 /// Most Units with validation errors spelled out in one message.
 const MAX_LISTED: usize = 5;

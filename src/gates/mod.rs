@@ -1,5 +1,5 @@
-//! ChangeWorkflows and their gates, the pure part: reading and compiling a workflow definition
-//! ([`workflow`]), judging attestation requirements per Revision ([`attest`]), and evaluating
+//! ChangeWorkflows and their gates, the pure part: reading a workflow definition ([`workflow`]),
+//! compiling it ([`compile()`]), judging attestation requirements per Revision ([`attest`]), and evaluating
 //! entry, release and Final gates over facts the caller has gathered ([`eval`]).
 //!
 //! Nothing here does I/O or reads a clock. The caller (`ops`) reads the ChangeOrder, the Spaces
@@ -11,20 +11,21 @@
 //! is the caller's business: this module only hands out each Stage's parsed `WhereSpace`.
 
 pub mod attest;
+mod compile;
 pub mod eval;
 mod expr;
 pub mod workflow;
 
 pub use attest::{AttestationFact, AttestationResult, Requirement, RequirementVerdict, RevisionFacts};
+pub use compile::{BUILT_IN, COMPLETED, CompiledStage, CompiledWorkflow, PROMOTED, compile, parse_duration};
 pub use eval::{
     LiveFacts, SpaceFacts, UnitValidationError, Verdict, evaluate_entry, evaluate_final, evaluate_release,
     failing,
 };
 pub use expr::{CEL_PREFIX, CEL_VARIABLES};
 pub use workflow::{
-    AttestationPrerequisite, BUILT_IN, COMPLETED, ChangeWorkflowSpec, CompiledStage, CompiledWorkflow,
-    CustomPrerequisite, FinalSpec, PROMOTED, StageSpec, WorkflowError, compile, from_json, parse_duration,
-    parse_yaml,
+    AttestationPrerequisite, ChangeWorkflowSpec, CustomPrerequisite, FinalSpec, StageSpec, WorkflowError,
+    from_json, parse_yaml,
 };
 
 /// The example workflow of the ChangeWorkflow documentation: dev, staging and prod, with a code

@@ -165,3 +165,64 @@ pub struct ChangeOrderView {
     pub ReleasedRestoredSpaceIDs: Vec<Uuid>,
     pub State: ChangeOrderState,
 }
+
+/// A ChangeWorkflow: the Stages (waves) a change moves through and their gates. A child of a
+/// Space; its definition is checked and compiled (`gates::compile`) when written.
+#[allow(non_snake_case)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangeWorkflow {
+    pub ChangeWorkflowID: Uuid,
+    pub SpaceID: Uuid,
+    pub Slug: Slug,
+    pub DisplayName: String,
+    #[serde(default)]
+    pub Description: String,
+    #[serde(default)]
+    pub Labels: Labels,
+    #[serde(default)]
+    pub Annotations: Labels,
+    pub Stages: Vec<crate::gates::StageSpec>,
+    #[serde(default)]
+    pub Final: crate::gates::FinalSpec,
+    #[serde(default)]
+    pub CustomPrerequisites: Vec<crate::gates::CustomPrerequisite>,
+    #[serde(default)]
+    pub AttestationPrerequisites: Vec<crate::gates::AttestationPrerequisite>,
+    pub Version: i64,
+    pub CreatedAt: DateTime<Utc>,
+    pub UpdatedAt: DateTime<Utc>,
+}
+
+impl ChangeWorkflow {
+    /// The definition alone, as it is frozen onto a ChangeOrder.
+    pub fn spec(&self) -> crate::gates::ChangeWorkflowSpec {
+        crate::gates::ChangeWorkflowSpec {
+            Stages: self.Stages.clone(),
+            Final: self.Final.clone(),
+            CustomPrerequisites: self.CustomPrerequisites.clone(),
+            AttestationPrerequisites: self.AttestationPrerequisites.clone(),
+        }
+    }
+}
+
+impl Entity for ChangeWorkflow {
+    const KIND: &'static str = "ChangeWorkflow";
+    fn id(&self) -> Uuid {
+        self.ChangeWorkflowID
+    }
+    fn space_id(&self) -> Option<Uuid> {
+        Some(self.SpaceID)
+    }
+    fn slug(&self) -> &str {
+        self.Slug.as_str()
+    }
+    fn version(&self) -> i64 {
+        self.Version
+    }
+    fn set_version(&mut self, v: i64) {
+        self.Version = v;
+    }
+    fn set_updated_at(&mut self, t: DateTime<Utc>) {
+        self.UpdatedAt = t;
+    }
+}

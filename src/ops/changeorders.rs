@@ -5,8 +5,8 @@ use super::spaces::{parse_where, to_json};
 use super::{Actor, OpError, Result, resolve};
 use crate::changeorder::{BaseUnit, ScopeError, check_hops, derive_coverage, reach};
 use crate::model::{
-    ChangeOrder, ChangeOrderType, ChangeOrderView, Filter, Invocation, Labels, Link, Permission, Slug, Space,
-    Tag, Unit, UpdateType,
+    ChangeOrder, ChangeOrderType, ChangeOrderView, ChangeWorkflow, Filter, Invocation, Labels, Link,
+    Permission, Slug, Space, Tag, Unit, UpdateType,
 };
 use crate::store::{MarkKind, Store, Tx};
 use chrono::Utc;
@@ -47,6 +47,9 @@ pub struct CreateChangeOrder {
     pub UnitFilter: Option<String>,
     #[serde(default)]
     pub Labels: Labels,
+    /// `space/slug` of the ChangeWorkflow to promote under; its definition is copied on.
+    #[serde(default)]
+    pub ChangeWorkflow: Option<String>,
 }
 
 /// The Link type a ChangeOrder follows; `None` for Invoke.
@@ -343,7 +346,18 @@ pub async fn create_change_order(
         }
         co.InvocationID = Some(inv.InvocationID);
     }
-    let list = resolve_spaces(&mut tx, actor, &req.InScopeSpaces).await?;
+    let mut list = resolve_spaces(&mut tx, actor, &req.InScopeSpaces).await?;
+    if let Some(w) = &req.ChangeWorkflow {
+        let (wf_space, wf) = resolve::qualified::<ChangeWorkflow>(&mut tx, w, Some(&base)).await?;
+        actor.require(wf_space.SpaceID, wf_space.Slug.as_str(), Permission::View)?;
+        co.ChangeWorkflowID = Some(wf.ChangeWorkflowID);
+        co.ChangeWorkflow = Some(serde_json::to_value(wf.spec()).expect("specs serialize"));
+        // With no list or selection, the scope is every Space some Stage selects.
+        if list.is_empty() && co.WhereSpace.trim().is_empty() && space_filter.is_none() {
+            let staged = super::stages::staged(&mut tx, &co).await?.expect("a workflow was just set");
+            list = staged.stages.iter().flatten().map(|s| s.SpaceID).collect();
+        }
+    }
     co.InScopeSpaceIDs = derive_scope(&mut tx, actor, &co, Some(list), space_filter.as_ref()).await?;
     tx.insert(&start_tag).await?;
     tx.insert(&end_tag).await?;

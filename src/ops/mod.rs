@@ -14,10 +14,12 @@ mod releases;
 mod resolve;
 mod simple;
 mod spaces;
+mod stages;
 mod units;
 mod upgrade;
 mod users;
 mod variants;
+mod workflows;
 
 pub use attestations::*;
 pub use changeorders::*;
@@ -32,6 +34,7 @@ pub use units::*;
 pub use upgrade::*;
 pub use users::*;
 pub use variants::*;
+pub use workflows::*;
 
 use crate::model::{Permission, User};
 use uuid::Uuid;

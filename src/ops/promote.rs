@@ -31,6 +31,25 @@ pub struct PromoteChangeOrder {
     /// The digest a dry run returned: if the plan has changed since, nothing is written (412).
     #[serde(default)]
     pub ExpectedPlan: Option<String>,
+    /// Under a workflow: promote every Stage up to this one (default: the next unreached Stage).
+    /// Each Stage's entry gates are checked on the way; none is skipped.
+    #[serde(default)]
+    pub TargetStage: Option<String>,
+    /// Promote past failing entry gates (needs Manage on the ChangeOrder's Space and a Reason);
+    /// recorded in the ChangeOrder's PromotionOverrides.
+    #[serde(default)]
+    pub Force: bool,
+    #[serde(default)]
+    pub Reason: Option<String>,
+}
+
+/// A Stage a promotion entered, with its entry gates' verdicts.
+#[allow(non_snake_case)]
+#[derive(Debug, Serialize)]
+pub struct StagePromotion {
+    pub Name: String,
+    pub Forced: bool,
+    pub Gates: Vec<crate::gates::Verdict>,
 }
 
 /// What happened in one Space.
@@ -54,7 +73,13 @@ pub struct PromoteResult {
     pub DryRun: bool,
     /// Every Space asked for was promoted.
     pub Complete: bool,
+    /// Under a workflow: the Stages entered and their gates.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub Stages: Vec<StagePromotion>,
     pub Spaces: Vec<SpacePromotion>,
+    /// The Stage the ChangeOrder has reached afterwards (or `Completed`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub Stage: String,
 }
 
 /// Test hooks: simulate a crash part way through applying a Space.
@@ -75,8 +100,9 @@ fn refuse_aborted(co: &ChangeOrder) -> Result<()> {
     ))
 }
 
-/// Promotes a ChangeOrder into one Space or, with none named, into every Space in scope that
-/// has not taken it, in hop order; stops at the first Space that fails.
+/// Promotes a ChangeOrder. Without a workflow: into one Space or, with none named, into every
+/// Space in scope that has not taken it, in hop order, stopping at the first Space that fails.
+/// Under a workflow: Stage by Stage, each Stage's entry gates evaluated from current state first.
 pub async fn promote_change_order(
     store: &Store,
     actor: &Actor,
@@ -85,13 +111,23 @@ pub async fn promote_change_order(
     req: PromoteChangeOrder,
     hooks: &PromoteHooks,
 ) -> Result<PromoteResult> {
-    let (co, targets) = {
+    if req.Force && req.Reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        return Err(OpError::invalid(
+            "Reason",
+            "",
+            "--force needs --reason: a forced promotion is recorded with why",
+        ));
+    }
+    let (co, staged, target) = {
         let mut tx = store.read().await?;
         let base = resolve::space(&mut tx, space).await?;
         actor.require(base.SpaceID, base.Slug.as_str(), Permission::View)?;
+        if req.Force {
+            actor.require(base.SpaceID, base.Slug.as_str(), Permission::Manage)?;
+        }
         let co = resolve::in_space::<ChangeOrder>(&mut tx, &base, key).await?;
         refuse_aborted(&co)?;
-        let targets = match &req.Space {
+        let target = match &req.Space {
             Some(s) => {
                 let t = resolve::space(&mut tx, s).await?;
                 if !co.InScopeSpaceIDs.contains(&t.SpaceID) {
@@ -101,39 +137,192 @@ pub async fn promote_change_order(
                         format!("space '{}' is not in the scope of change order '{}'", t.Slug, co.Slug),
                     ));
                 }
-                vec![t.SpaceID]
+                Some(t)
             }
-            None => {
-                if req.ExpectedPlan.is_some() {
-                    return Err(OpError::invalid(
-                        "ExpectedPlan",
-                        "",
-                        "an expected plan digest pins one Space: name it",
-                    ));
-                }
-                let view = super::co_state::view_change_order(&mut tx, co.clone()).await?;
-                let done: HashSet<Uuid> = view.ResolvedSpaceIDs.into_iter().collect();
-                let order = match co_link_type(co.UpdateType) {
-                    Some(t) => {
-                        let scope: HashSet<Uuid> = co.InScopeSpaceIDs.iter().copied().collect();
-                        hop_order(co.SpaceID, &tx.space_edges(t).await?, Some(&scope))
-                    }
-                    None => co.InScopeSpaceIDs.clone(),
-                };
-                order.into_iter().filter(|s| !done.contains(s)).collect()
-            }
+            None => None,
         };
-        (co, targets)
+        (co.clone(), super::stages::staged(&mut tx, &co).await?, target)
     };
+    if req.ExpectedPlan.is_some() && target.is_none() {
+        return Err(OpError::invalid("ExpectedPlan", "", "an expected plan digest pins one Space: name it"));
+    }
     let mut out = PromoteResult {
         ChangeOrder: co.Slug.to_string(),
         DryRun: req.DryRun,
         Complete: true,
+        Stages: vec![],
         Spaces: vec![],
+        Stage: String::new(),
     };
-    let single = req.Space.is_some();
+    match staged {
+        None if req.TargetStage.is_some() => {
+            return Err(OpError::invalid(
+                "TargetStage",
+                req.TargetStage.clone().unwrap_or_default(),
+                format!("change order '{}' has no ChangeWorkflow, so it has no Stages", co.Slug),
+            ));
+        }
+        None => {
+            let targets = match &target {
+                Some(t) => vec![t.SpaceID],
+                None => waiting(store, &co, None).await?,
+            };
+            promote_spaces(store, actor, &co, targets, &req, hooks, target.is_some(), &mut out).await?;
+        }
+        Some(st) => {
+            let stages: Vec<usize> = match (&target, &req.TargetStage) {
+                (Some(t), _) => vec![st.stage_of(t.SpaceID).ok_or_else(|| {
+                    OpError::unprocessable(
+                        "Space",
+                        t.Slug.as_str(),
+                        format!("space '{}' is in no Stage of change order '{}''s workflow", t.Slug, co.Slug),
+                    )
+                })?],
+                (None, named) => stages_to_promote(store, &co, &st, named.as_deref()).await?,
+            };
+            for k in stages {
+                let name = st.wf.stages()[k].name().to_string();
+                let verdicts = {
+                    let mut tx = store.read().await?;
+                    super::stages::entry_verdicts(&mut tx, &co, &st, k).await?
+                };
+                let failing: Vec<&crate::gates::Verdict> = crate::gates::failing(&verdicts);
+                let forced = !failing.is_empty() && req.Force;
+                if !failing.is_empty() && !req.Force {
+                    let promoted: Vec<&str> = out.Stages.iter().map(|s| s.Name.as_str()).collect();
+                    return Err(OpError::GatesClosed {
+                        stage: name.clone(),
+                        message: format!(
+                            "{}entry into stage '{name}' is refused: {}",
+                            if promoted.is_empty() {
+                                String::new()
+                            } else {
+                                format!("promoted {}; ", promoted.join(", "))
+                            },
+                            failing.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ")
+                        ),
+                        gates: serde_json::to_value(&verdicts).expect("verdicts serialize"),
+                    });
+                }
+                if forced && !req.DryRun {
+                    record_override(
+                        store,
+                        actor,
+                        co.ChangeOrderID,
+                        &name,
+                        &failing,
+                        req.Reason.as_deref().unwrap_or(""),
+                    )
+                    .await?;
+                }
+                out.Stages.push(StagePromotion { Name: name, Forced: forced, Gates: verdicts });
+                let targets = match &target {
+                    Some(t) => vec![t.SpaceID],
+                    None => waiting(store, &co, Some(&st.stages[k])).await?,
+                };
+                promote_spaces(store, actor, &co, targets, &req, hooks, target.is_some(), &mut out).await?;
+                if !out.Complete {
+                    break;
+                }
+            }
+        }
+    }
+    if !req.DryRun {
+        super::stages::refresh_stage(store, co.ChangeOrderID).await?;
+        out.Stage = store.read().await?.must_get::<ChangeOrder>(co.ChangeOrderID).await?.Stage;
+    }
+    Ok(out)
+}
+
+/// The Spaces (of `among`, or of the whole scope) still waiting for the change, in hop order.
+async fn waiting(store: &Store, co: &ChangeOrder, among: Option<&[Space]>) -> Result<Vec<Uuid>> {
+    let mut tx = store.read().await?;
+    let view = super::co_state::view_change_order(&mut tx, co.clone()).await?;
+    let done: HashSet<Uuid> = view.ResolvedSpaceIDs.into_iter().collect();
+    let scope: HashSet<Uuid> = match among {
+        Some(spaces) => spaces.iter().map(|s| s.SpaceID).collect(),
+        None => co.InScopeSpaceIDs.iter().copied().collect(),
+    };
+    let order = match co_link_type(co.UpdateType) {
+        Some(t) => {
+            let all: HashSet<Uuid> = co.InScopeSpaceIDs.iter().copied().collect();
+            hop_order(co.SpaceID, &tx.space_edges(t).await?, Some(&all))
+        }
+        None => co.InScopeSpaceIDs.clone(),
+    };
+    Ok(order.into_iter().filter(|s| scope.contains(s) && !done.contains(s)).collect())
+}
+
+/// The Stages a promotion enters: from the first one not fully reached through the named one
+/// (or just the first not reached). Naming a later Stage never skips an earlier one's gates.
+async fn stages_to_promote(
+    store: &Store,
+    co: &ChangeOrder,
+    st: &super::stages::Staged,
+    named: Option<&str>,
+) -> Result<Vec<usize>> {
+    let mut tx = store.read().await?;
+    let view = super::co_state::view_change_order(&mut tx, co.clone()).await?;
+    let done: HashSet<Uuid> = view.ResolvedSpaceIDs.into_iter().collect();
+    let first = st.stages.iter().position(|s| s.is_empty() || s.iter().any(|x| !done.contains(&x.SpaceID)));
+    let target = match named {
+        Some(n) => st.wf.stage_index(n).ok_or_else(|| {
+            let names: Vec<&str> = st.wf.stages().iter().map(|s| s.name()).collect();
+            OpError::invalid(
+                "TargetStage",
+                n,
+                format!("no such Stage; the workflow has: {}", names.join(", ")),
+            )
+        })?,
+        None => match first {
+            Some(f) => f,
+            None => return Ok(vec![]),
+        },
+    };
+    Ok(match first {
+        Some(f) if f <= target => (f..=target).collect(),
+        _ => vec![],
+    })
+}
+
+/// Records a promotion forced past failing gates on the ChangeOrder.
+async fn record_override(
+    store: &Store,
+    actor: &Actor,
+    co: Uuid,
+    stage: &str,
+    failing: &[&crate::gates::Verdict],
+    reason: &str,
+) -> Result<()> {
+    let mut tx = store.write().await?;
+    let mut order = tx.must_get::<ChangeOrder>(co).await?;
+    order.PromotionOverrides.push(crate::model::PromotionOverride {
+        Stage: stage.to_string(),
+        FailedGates: failing.iter().map(|v| v.to_string()).collect(),
+        Reason: reason.to_string(),
+        UserID: actor.id(),
+        OverriddenAt: Utc::now(),
+    });
+    tx.update(&mut order).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Promotes each Space in its own transaction; with several, stops at the first failure and
+/// reports it (a single named Space returns its error).
+#[allow(clippy::too_many_arguments)]
+async fn promote_spaces(
+    store: &Store,
+    actor: &Actor,
+    co: &ChangeOrder,
+    targets: Vec<Uuid>,
+    req: &PromoteChangeOrder,
+    hooks: &PromoteHooks,
+    single: bool,
+    out: &mut PromoteResult,
+) -> Result<()> {
     for target in targets {
-        match promote_space(store, actor, co.ChangeOrderID, target, &req, hooks).await {
+        match promote_space(store, actor, co.ChangeOrderID, target, req, hooks).await {
             Ok(p) => out.Spaces.push(p),
             Err(e) if single => return Err(e),
             Err(e) => {
@@ -156,7 +345,7 @@ pub async fn promote_change_order(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 async fn promote_space(

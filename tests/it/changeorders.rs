@@ -303,7 +303,7 @@ async fn a_promotion_killed_half_way_is_finished_by_running_it_again() {
     app.ok("POST", "/v1/spaces/base/changeorders", Some(json!({"Slug": "bump"}))).await;
     let store = app.server.as_ref().unwrap().store.clone();
     let actor = ops::authenticate(&store, &app.token).await.unwrap();
-    let req = || ops::PromoteChangeOrder { Space: Some("dev".into()), DryRun: false, ExpectedPlan: None };
+    let req = || ops::PromoteChangeOrder { Space: Some("dev".into()), ..Default::default() };
     let crash = ops::PromoteHooks { fail_after_units: Some(1) };
     let err = ops::promote_change_order(&store, &actor, "base", "bump", req(), &crash).await.unwrap_err();
     assert!(err.to_string().contains("injected failure"), "{err}");
@@ -318,7 +318,7 @@ async fn a_promotion_killed_half_way_is_finished_by_running_it_again() {
     assert_eq!(revisions(&app, "dev", "db").await.len(), 2);
     // a multi-Space promotion that fails part way keeps the Spaces it finished, and a rerun finishes
     app.ok("POST", "/v1/spaces/prod/units", Some(json!({"Slug": "blocker", "Data": DB}))).await;
-    let stage_all = || ops::PromoteChangeOrder { Space: None, DryRun: false, ExpectedPlan: None };
+    let stage_all = || ops::PromoteChangeOrder::default();
     let crash_in_prod = ops::PromoteHooks { fail_after_units: Some(3) };
     let r =
         ops::promote_change_order(&store, &actor, "base", "bump", stage_all(), &crash_in_prod).await.unwrap();
