@@ -9,6 +9,7 @@ mod changeorders;
 mod error;
 mod releases;
 mod routes;
+mod workflows;
 
 pub use error::ApiError;
 pub use routes::router;

@@ -78,6 +78,7 @@ pub fn router(state: AppState) -> Router {
         .merge(super::releases::routes())
         .merge(super::changeorders::routes())
         .merge(super::attestations::routes())
+        .merge(super::workflows::routes())
         .fallback(|| async {
             ApiError {
                 status: StatusCode::NOT_FOUND,

@@ -19,6 +19,88 @@ const PLAN: Columns =
     &[("SPACE", "/Space"), ("UNIT", "/Unit"), ("OUTCOME", "/Outcome"), ("DETAIL", "/Detail")];
 const RESTORED: Columns = &[("UNIT", "/Unit"), ("OUTCOME", "/Outcome"), ("REVISION", "/RevisionNum")];
 
+const WORKFLOW: Columns =
+    &[("SLUG", "/Slug"), ("STAGES", "/Stages"), ("VERSION", "/Version"), ("ID", "/ChangeWorkflowID")];
+const GATES: Columns = &[
+    ("STAGE", "/Stage"),
+    ("SPACE", "/SpaceSlug"),
+    ("GATE", "/Prerequisite"),
+    ("OK", "/Satisfied"),
+    ("REASON", "/Message"),
+];
+
+#[derive(Debug, Subcommand)]
+pub enum WorkflowCmd {
+    /// Create a ChangeWorkflow from a YAML file (Stages, Final, CustomPrerequisites,
+    /// AttestationPrerequisites). It is checked now: a bad selector, unknown prerequisite or CEL
+    /// expression that does not compile is refused, naming the Stage and field.
+    Create {
+        slug: String,
+        #[arg(long)]
+        space: String,
+        #[arg(long)]
+        file: String,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Replace a ChangeWorkflow's definition (ChangeOrders created before keep their copy).
+    Update {
+        slug: String,
+        #[arg(long)]
+        space: String,
+        #[arg(long)]
+        file: String,
+        #[arg(long)]
+        version: Option<i64>,
+    },
+    Get {
+        slug: String,
+        #[arg(long)]
+        space: String,
+    },
+    List {
+        #[arg(long)]
+        space: Option<String>,
+        #[arg(long = "where")]
+        where_: Option<String>,
+    },
+    Delete {
+        slug: String,
+        #[arg(long)]
+        space: String,
+    },
+}
+
+pub async fn run_workflow(c: &Client, out: Format, cmd: WorkflowCmd) -> Result<()> {
+    let base = |space: &str| format!("/v1/spaces/{}/changeworkflows", enc(space));
+    let read = |f: &str| super::commands::read_input(f);
+    let v = match cmd {
+        WorkflowCmd::Create { slug, space, file, description } => {
+            let body = json!({"Slug": slug, "Definition": read(&file)?, "Description": description});
+            c.post(&base(&space), &body).await?
+        }
+        WorkflowCmd::Update { slug, space, file, version } => {
+            let body = json!({"Definition": read(&file)?, "Version": version});
+            c.patch(&format!("{}/{}", base(&space), enc(&slug)), &body).await?
+        }
+        WorkflowCmd::Get { slug, space } => c.get(&format!("{}/{}", base(&space), enc(&slug))).await?,
+        WorkflowCmd::List { space, where_ } => {
+            let q = where_.map(|w| format!("?where={}", enc(&w))).unwrap_or_default();
+            match space.as_deref() {
+                Some(s) if s != "*" => c.get(&format!("{}{q}", base(s))).await?,
+                _ => c.get(&format!("/v1/changeworkflows{q}")).await?,
+            }
+        }
+        WorkflowCmd::Delete { slug, space } => {
+            c.delete(&format!("{}/{}", base(&space), enc(&slug))).await?;
+            eprintln!("deleted change workflow {space}/{slug}");
+            return Ok(());
+        }
+    };
+    output::print(&v, out, WORKFLOW);
+    Ok(())
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ChangeorderCmd {
     /// Name a change in its base Space and derive, per Unit, the interval (start, end] to promote.
@@ -56,6 +138,10 @@ pub enum ChangeorderCmd {
         /// Invoke: a Filter over Units (space/slug).
         #[arg(long)]
         unit_filter: Option<String>,
+        /// Promote under this ChangeWorkflow (space/slug): its definition is copied on, and
+        /// without --in-scope-space the scope is every Space its Stages select.
+        #[arg(long)]
+        change_workflow: Option<String>,
     },
     /// Show a ChangeOrder with its derived State and Space sets.
     Get {
@@ -123,13 +209,15 @@ pub async fn run(c: &Client, out: Format, cmd: ChangeorderCmd) -> Result<()> {
             params,
             where_unit,
             unit_filter,
+            change_workflow,
         } => {
             let params: serde_json::Map<String, Value> =
                 params.into_iter().map(|(k, v)| (k, json!(v))).collect();
             let body = json!({"Slug": slug, "Description": description, "InScopeSpaces": in_scope,
                 "WhereSpace": where_space.unwrap_or_default(), "SpaceFilter": space_filter, "UpdateType": update_type,
                 "EndTag": end_tag, "Invocation": invocation, "Parameters": params,
-                "WhereUnit": where_unit.unwrap_or_default(), "UnitFilter": unit_filter});
+                "WhereUnit": where_unit.unwrap_or_default(), "UnitFilter": unit_filter,
+                "ChangeWorkflow": change_workflow});
             c.post(&base(&space), &body).await?
         }
         ChangeorderCmd::Get { slug, space } => c.get(&format!("{}/{}", base(&space), enc(&slug))).await?,
@@ -178,21 +266,44 @@ pub async fn run(c: &Client, out: Format, cmd: ChangeorderCmd) -> Result<()> {
     Ok(())
 }
 
-/// `variant promote [<space>] --change-order S/CO [--dry-run] [--expected-plan D]`.
-pub async fn promote(
-    c: &Client,
-    out: Format,
-    space: Option<String>,
-    change_order: &str,
-    dry_run: bool,
-    expected_plan: Option<String>,
-) -> Result<()> {
-    let (base, co) = split_ref(change_order)?;
-    let body = json!({"Space": space, "DryRun": dry_run, "ExpectedPlan": expected_plan});
+/// The ChangeOrder form of `variant promote`.
+pub struct PromoteArgs {
+    pub space: Option<String>,
+    pub change_order: String,
+    pub dry_run: bool,
+    pub expected_plan: Option<String>,
+    pub target_stage: Option<String>,
+    pub force: bool,
+    pub reason: Option<String>,
+}
+
+/// `variant promote [<space>] --change-order S/CO [--target-stage X] [--force --reason R] [--dry-run]`.
+pub async fn promote(c: &Client, out: Format, a: PromoteArgs) -> Result<()> {
+    let PromoteArgs { space, change_order, dry_run, expected_plan, target_stage, force, reason } = a;
+    let (base, co) = split_ref(&change_order)?;
+    let body = json!({"Space": space, "DryRun": dry_run, "ExpectedPlan": expected_plan,
+                      "TargetStage": target_stage, "Force": force, "Reason": reason});
     let v = c.post(&format!("/v1/spaces/{}/changeorders/{}/promote", enc(base), enc(co)), &body).await?;
     if out != Format::Table {
         output::print(&v, out, PLAN);
         return Ok(());
+    }
+    let gates: Vec<Value> = v["Stages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|st| {
+            st["Gates"].as_array().cloned().unwrap_or_default().into_iter().map(move |mut g| {
+                g["Stage"] = st["Name"].clone();
+                g
+            })
+        })
+        .collect();
+    if !gates.is_empty() {
+        eprint!("{}", output::table(&gates, GATES));
+    }
+    for st in v["Stages"].as_array().into_iter().flatten().filter(|st| st["Forced"] == json!(true)) {
+        eprintln!("stage {} entered by force past failing gates (recorded on the change order)", st["Name"]);
     }
     let mut rows = vec![];
     for s in v["Spaces"].as_array().into_iter().flatten() {
@@ -225,7 +336,12 @@ pub async fn promote(
         (true, _) => {
             eprintln!("dry run: nothing written; pass --expected-plan DIGEST to apply exactly this plan")
         }
-        (false, Some(true)) => eprintln!("promoted {co} into {n} space(s)"),
+        (false, Some(true)) => {
+            eprintln!("promoted {co} into {n} space(s)");
+            if let Some(stage) = v["Stage"].as_str() {
+                eprintln!("stage reached: {stage}");
+            }
+        }
         _ => bail!("promotion of {co} stopped: see the failed space above; run it again to finish"),
     }
     Ok(())

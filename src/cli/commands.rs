@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use std::io::Read;
 
 /// Reads a file, or stdin for `-`.
-fn read_input(path: &str) -> Result<String> {
+pub(super) fn read_input(path: &str) -> Result<String> {
     if path == "-" {
         let mut s = String::new();
         std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
@@ -190,6 +190,16 @@ pub enum VariantCmd {
         /// Apply only if the plan still has this digest (from --dry-run); otherwise HTTP 412.
         #[arg(long, requires = "change_order")]
         expected_plan: Option<String>,
+        /// Under a workflow: promote every Stage up to this one, each behind its entry gates
+        /// (default: the next Stage not yet reached).
+        #[arg(long, requires = "change_order")]
+        target_stage: Option<String>,
+        /// Promote past failing entry gates (needs Manage on the ChangeOrder's Space); recorded.
+        #[arg(long, requires = "reason")]
+        force: bool,
+        /// Why a forced promotion is needed.
+        #[arg(long, requires = "force")]
+        reason: Option<String>,
     },
     /// Undo an aborted ChangeOrder in one Space, in one step.
     Demote {
@@ -454,19 +464,34 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
                     (v, output::SPACE)
                 }
             }
-            VariantCmd::Promote { space, squash, change_order, dry_run, expected_plan } => {
-                match (change_order, space) {
-                    (Some(co), space) => {
-                        return super::changeorders::promote(c, out, space, &co, dry_run, expected_plan)
-                            .await;
-                    }
-                    (None, Some(space)) => (
-                        c.post(&format!("{}/promote", sp(&space)), &json!({"Squash": squash})).await?,
-                        output::PROMOTED,
-                    ),
-                    (None, None) => bail!("name the variant to promote, or pass --change-order SPACE/SLUG"),
+            VariantCmd::Promote {
+                space,
+                squash,
+                change_order,
+                dry_run,
+                expected_plan,
+                target_stage,
+                force,
+                reason,
+            } => match (change_order, space) {
+                (Some(change_order), space) => {
+                    let args = super::changeorders::PromoteArgs {
+                        space,
+                        change_order,
+                        dry_run,
+                        expected_plan,
+                        target_stage,
+                        force,
+                        reason,
+                    };
+                    return super::changeorders::promote(c, out, args).await;
                 }
-            }
+                (None, Some(space)) => (
+                    c.post(&format!("{}/promote", sp(&space)), &json!({"Squash": squash})).await?,
+                    output::PROMOTED,
+                ),
+                (None, None) => bail!("name the variant to promote, or pass --change-order SPACE/SLUG"),
+            },
             VariantCmd::Demote { space, change_order } => {
                 return super::changeorders::demote(c, out, &space, &change_order).await;
             }
@@ -582,7 +607,8 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
         | Command::Release(_)
         | Command::Livestatus(_)
         | Command::Changeorder(_)
-        | Command::Attestation(_) => {
+        | Command::Attestation(_)
+        | Command::Changeworkflow(_) => {
             unreachable!("handled by the caller")
         }
     };

@@ -53,6 +53,9 @@ pub enum Command {
     /// Revisions of a Unit.
     #[command(subcommand)]
     Revision(commands::RevisionCmd),
+    /// ChangeWorkflows: the Stages (waves) a change moves through and their gates.
+    #[command(subcommand)]
+    Changeworkflow(changeorders::WorkflowCmd),
     /// Attestations: approvals (or rejections) of a change as it stands in a Space.
     #[command(subcommand)]
     Attestation(attestations::AttestationCmd),
@@ -147,6 +150,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let token = cli.token.or_else(default_token);
             let client = Client::new(&cli.server, token);
             match command {
+                Command::Changeworkflow(cmd) => changeorders::run_workflow(&client, cli.output, cmd).await,
                 Command::Attestation(cmd) => attestations::run(&client, cli.output, cmd).await,
                 Command::Changeorder(cmd) => changeorders::run(&client, cli.output, cmd).await,
                 Command::Release(cmd) => releases::run_release(&client, cli.output, cmd).await,

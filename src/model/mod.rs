@@ -15,7 +15,7 @@ pub use attestation::*;
 pub use changeorder::*;
 pub use data::{DataError, data_hash, parse_stream, render_stream};
 pub use entities::*;
-pub use names::{Labels, Slug, parse_duration, validate_labels};
+pub use names::{Labels, Slug, validate_labels};
 pub use release::*;
 
 use thiserror::Error;

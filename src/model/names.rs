@@ -125,35 +125,3 @@ mod tests {
         assert!(validate_labels("Annotations", &l).is_ok());
     }
 }
-
-/// Parses a duration such as `72h`, `30m`, `45s` or `7d` (one number, one unit).
-pub fn parse_duration(s: &str) -> Result<chrono::Duration, InvalidField> {
-    let bad = |reason: &str| InvalidField::new("Duration", s, reason);
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(|| bad("needs a unit: s, m, h or d"))?;
-    let (num, unit) = t.split_at(split);
-    let n: i64 = num.parse().map_err(|_| bad("expected a whole number followed by s, m, h or d"))?;
-    let secs = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(bad("the unit must be s, m, h or d")),
-    };
-    n.checked_mul(secs).and_then(chrono::Duration::try_seconds).ok_or_else(|| bad("too long"))
-}
-
-#[cfg(test)]
-mod duration_tests {
-    use super::parse_duration;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("72h").unwrap(), chrono::Duration::hours(72));
-        assert_eq!(parse_duration("7d").unwrap(), chrono::Duration::days(7));
-        assert_eq!(parse_duration("30m").unwrap().num_seconds(), 1800);
-        for bad in ["", "h", "72", "1.5h", "3w", "-1h"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
-}

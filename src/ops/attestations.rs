@@ -60,10 +60,9 @@ pub async fn create_attestation(
     req: CreateAttestation,
 ) -> Result<Attestation> {
     let expires = match &req.ExpiresIn {
-        Some(d) => Some(
-            crate::model::parse_duration(d)
-                .map_err(|e| OpError::invalid("ExpiresIn", d.as_str(), e.reason))?,
-        ),
+        Some(d) => {
+            Some(crate::gates::parse_duration(d).map_err(|e| OpError::invalid("ExpiresIn", d.as_str(), e))?)
+        }
         None => None,
     };
     let kind = req.Type.clone().unwrap_or_else(|| "Approval".into());
@@ -103,6 +102,7 @@ pub async fn create_attestation(
     };
     tx.insert(&att).await?;
     tx.commit().await?;
+    super::stages::refresh_stage(store, co.ChangeOrderID).await?;
     Ok(att)
 }
 

@@ -84,6 +84,9 @@ pub async fn publish_release(
         ));
     }
     let release = record(store, actor, &plan).await?;
+    if let Some(co) = release.ChangeOrderID {
+        super::stages::refresh_stage(store, co).await?;
+    }
     tracing::info!(space = %plan.space.Slug, target = %plan.target.Slug, num = release.ReleaseNum,
                    digest = %release.Digest, "release published");
     Ok(release)
@@ -146,6 +149,11 @@ async fn plan(
             format!("validation errors block publishing space '{}': {}", sp.Slug, why.join("; ")),
         ));
     }
+    if let Some(co) = change_order {
+        let bundle: std::collections::BTreeMap<Uuid, i64> =
+            entries.iter().map(|(u, _, n, _)| (*u, *n)).collect();
+        release_gates(tx, co, &sp, bundle).await?;
+    }
     let header = BundleHeader {
         space_id: sp.SpaceID,
         space_slug: sp.Slug.to_string(),
@@ -156,6 +164,42 @@ async fn plan(
         change_order_id: change_order,
     };
     Ok(Plan { space: sp, provider, bundle: Bundle::build(header, entries), target })
+}
+
+/// Refuses a publish for a ChangeOrder whose workflow's ReleasePrerequisites for the Space's
+/// Stage do not hold over the revisions the Release would bundle.
+async fn release_gates(
+    tx: &mut Tx,
+    co: Uuid,
+    sp: &Space,
+    bundle: std::collections::BTreeMap<Uuid, i64>,
+) -> Result<()> {
+    let co = tx.must_get::<crate::model::ChangeOrder>(co).await?;
+    let Some(staged) = super::stages::staged(tx, &co).await? else { return Ok(()) };
+    let Some(k) = staged.stage_of(sp.SpaceID) else { return Ok(()) };
+    if staged.wf.stages()[k].spec().ReleasePrerequisites.is_empty() {
+        return Ok(());
+    }
+    let view = super::view_change_order(tx, co.clone()).await?;
+    let people = super::stages::People::load(tx).await?;
+    let facts = super::stages::space_facts(tx, &co, &view, sp, &people, Some(bundle)).await?;
+    let co_json = super::spaces::to_json(&view);
+    let verdicts = crate::gates::evaluate_release(&staged.wf, k, &facts, &co_json, chrono::Utc::now());
+    let failing = crate::gates::failing(&verdicts);
+    if failing.is_empty() {
+        return Ok(());
+    }
+    let stage = staged.wf.stages()[k].name().to_string();
+    Err(OpError::GatesClosed {
+        message: format!(
+            "publishing change order '{}' in space '{}' (stage '{stage}') is refused; no Release was made: {}",
+            co.Slug,
+            sp.Slug,
+            failing.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ")
+        ),
+        stage,
+        gates: serde_json::to_value(&verdicts).expect("verdicts serialize"),
+    })
 }
 
 /// The Space's release Target, or a 422 saying how to set one.
@@ -403,5 +447,15 @@ pub async fn set_live_status(
     release.LiveStatus = Some(status);
     tx.update(&mut release).await?;
     tx.commit().await?;
+    // Healthy may complete a rollout: every ChangeOrder this Space has released moves on.
+    let mut tx = store.read().await?;
+    let mut orders: Vec<Uuid> =
+        releases_in(&mut tx, sp.SpaceID).await?.iter().filter_map(|r| r.ChangeOrderID).collect();
+    drop(tx);
+    orders.sort();
+    orders.dedup();
+    for co in orders {
+        super::stages::refresh_stage(store, co).await?;
+    }
     Ok(release)
 }

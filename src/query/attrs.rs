@@ -257,6 +257,16 @@ pub static CHANGE_ORDER: Entity = Entity {
     ],
 };
 
+/// ChangeWorkflow allow-list.
+pub static CHANGE_WORKFLOW: Entity = Entity {
+    name: "ChangeWorkflow",
+    self_qualifier: false,
+    attrs: attrs![
+        ChangeWorkflowID: T::Uuid, SpaceID: T::Uuid, Slug: T::String, DisplayName: T::String,
+        Description: T::String, Labels: T::Map, Annotations: T::Map,
+    ],
+};
+
 /// Filter allow-list.
 pub static FILTER: Entity = Entity {
     name: "Filter",
@@ -320,8 +330,20 @@ pub static USER: Entity = Entity {
 };
 
 /// Every entity, for [`entity`].
-pub static ENTITIES: &[&Entity] =
-    &[&SPACE, &UNIT, &REVISION, &LINK, &TAG, &FILTER, &INVOCATION, &TARGET, &RELEASE, &USER, &CHANGE_ORDER];
+pub static ENTITIES: &[&Entity] = &[
+    &SPACE,
+    &UNIT,
+    &REVISION,
+    &LINK,
+    &TAG,
+    &FILTER,
+    &INVOCATION,
+    &TARGET,
+    &RELEASE,
+    &USER,
+    &CHANGE_ORDER,
+    &CHANGE_WORKFLOW,
+];
 
 /// Looks an entity up by its name (`"Space"`, `"Unit"`, ...), case-sensitively.
 pub fn entity(name: &str) -> Option<&'static Entity> {

@@ -8,3 +8,4 @@ mod fleet;
 mod helpers;
 mod releases;
 mod store;
+mod workflows;
