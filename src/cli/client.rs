@@ -83,6 +83,10 @@ impl Client {
         self.json(Method::PATCH, path, Some(body)).await
     }
 
+    pub async fn put(&self, path: &str, body: &Value) -> Result<Value> {
+        self.json(Method::PUT, path, Some(body)).await
+    }
+
     pub async fn delete(&self, path: &str) -> Result<Value> {
         self.json(Method::DELETE, path, None).await
     }

@@ -1,6 +1,7 @@
-//! `changeflow demo`: a throw-away server on the embedded store, a base Space with two Units,
-//! three variants, two upstream edits, a local override in prod, and the upgrades that carry
-//! the edits downstream while keeping the override. Every step goes through the HTTP API.
+//! `changeflow demo`: a throw-away server on the embedded store and the whole story through its
+//! HTTP API: a base Space with variants in three Stages and two prod regions, a ChangeWorkflow
+//! with a custom gate and two approvals, a ChangeOrder promoted dev → staging → prod, releases
+//! to directories (as a GitOps checkout would receive them), live status, and where it all ended.
 
 use super::client::Client;
 use super::output::{self, Format};
@@ -33,8 +34,70 @@ data:
   checkout: enabled
 ";
 
+const WORKFLOW: &str = r#"Stages:
+  - Name: dev
+    WhereSpace: "Labels.Stage = 'dev'"
+  - Name: staging
+    WhereSpace: "Labels.Stage = 'staging'"
+    Prerequisites: [Validated, Released]
+  - Name: prod
+    WhereSpace: "Labels.Stage = 'prod'"
+    Prerequisites: [Released, Healthy, not-frozen, approved]
+Final:
+  Prerequisites: [Released, Healthy]
+CustomPrerequisites:
+  - Name: not-frozen
+    Expression: "cel:!('code-freeze' in Space.Annotations) || Space.Annotations['code-freeze'] != 'true'"
+    Description: the space is not under a code freeze
+AttestationPrerequisites:
+  - Name: approved
+    Count: 2
+    Description: two approvals of the change in staging, by people who did not write it
+"#;
+
+const STEPS: u32 = 10;
+
 fn step(n: u32, what: &str) {
-    eprintln!("[{n}/7] {what}");
+    eprintln!("[{n}/{STEPS}] {what}");
+}
+
+async fn token_for(c: &Client, name: &str, grants: &[&str]) -> Result<String> {
+    c.post("/v1/users", &json!({"Slug": name, "Grants": grants})).await?;
+    let t = c.post(&format!("/v1/users/{name}/tokens"), &json!({})).await?;
+    Ok(t["Token"].as_str().unwrap_or_default().to_string())
+}
+
+/// Publishes the change in a Space and reports it healthy, as a GitOps operator would.
+async fn release_and_sync(c: &Client, space: &str) -> Result<()> {
+    let r = c
+        .post(&format!("/v1/spaces/{space}/releases"), &json!({"Revision": "ChangeOrder:shop-base/bump"}))
+        .await?;
+    c.put(
+        &format!("/v1/spaces/{space}/livestatus"),
+        &json!({"Sync": "Synced", "Operation": "Succeeded", "Health": "Healthy"}),
+    )
+    .await?;
+    eprintln!("    {space}: release {} published and reported healthy", r["ReleaseNum"]);
+    Ok(())
+}
+
+fn print_promotion(p: &Value) {
+    for st in p["Stages"].as_array().into_iter().flatten() {
+        eprintln!(
+            "    stage {}: {} gate verdict(s) held",
+            st["Name"].as_str().unwrap_or(""),
+            st["Gates"].as_array().map_or(0, Vec::len)
+        );
+    }
+    for s in p["Spaces"].as_array().into_iter().flatten() {
+        let units: Vec<String> = s["Plan"]["Units"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|u| format!("{} {}", u["Unit"].as_str().unwrap_or(""), u["Outcome"].as_str().unwrap_or("")))
+            .collect();
+        eprintln!("    {}: {}", s["Space"].as_str().unwrap_or(""), units.join(", "));
+    }
 }
 
 /// Runs the demo end to end and prints where everything ended.
@@ -46,109 +109,152 @@ pub async fn run() -> Result<()> {
         db: None,
     })
     .await?;
-    let token = server.new_admin_token.clone().expect("a new store bootstraps an admin");
+    let admin = server.new_admin_token.clone().expect("a new store bootstraps an admin");
     eprintln!("demo server on {} (store: {})", server.url(), dir.path().join("changeflow.db").display());
-    let c = Client::new(&server.url(), Some(token));
+    let c = Client::new(&server.url(), Some(admin.clone()));
 
-    step(1, "create base space shop-base with units web and settings");
+    step(1, "base space shop-base (component shop) with units web and settings");
+    c.post("/v1/spaces", &json!({"Slug": "platform"})).await?;
     c.post("/v1/spaces", &json!({"Slug": "shop-base", "Labels": {"Component": "shop", "Stage": "base"}}))
         .await?;
     c.post("/v1/spaces/shop-base/units", &json!({"Slug": "web", "Data": WEB_V1})).await?;
     c.post("/v1/spaces/shop-base/units", &json!({"Slug": "settings", "Data": SETTINGS})).await?;
 
-    step(2, "create variants shop-dev, shop-staging, shop-prod");
-    for stage in ["dev", "staging", "prod"] {
-        c.post(
-            "/v1/spaces/shop-base/variants",
-            &json!({"Slug": format!("shop-{stage}"), "Labels": {"Stage": stage}}),
+    step(
+        2,
+        "variants: shop-dev → shop-staging → shop-prod-eu and shop-prod-us, each publishing to a directory",
+    );
+    let chain = [
+        ("shop-base", "shop-dev", json!({"Stage": "dev"})),
+        ("shop-dev", "shop-staging", json!({"Stage": "staging"})),
+        ("shop-staging", "shop-prod-eu", json!({"Stage": "prod", "Region": "eu"})),
+        ("shop-staging", "shop-prod-us", json!({"Stage": "prod", "Region": "us"})),
+    ];
+    for (from, to, labels) in &chain {
+        c.post(&format!("/v1/spaces/{from}/variants"), &json!({"Slug": to, "Labels": labels})).await?;
+        let path = dir.path().join("gitops");
+        let target = json!({"Slug": "gitops", "ProviderType": "Directory", "Options": {"path": path.to_string_lossy()}});
+        c.post(&format!("/v1/spaces/{to}/targets"), &target).await?;
+        c.patch(&format!("/v1/spaces/{to}"), &json!({"ReleaseTarget": "gitops"})).await?;
+    }
+
+    step(3, "users: alice writes and promotes changes; bob and carol may approve in staging");
+    let url = server.url();
+    let alice = Client::new(&url, Some(token_for(&c, "alice", &["*=Edit"]).await?));
+    let bob = Client::new(&url, Some(token_for(&c, "bob", &["*=View", "shop-staging=Approve"]).await?));
+    let carol = Client::new(&url, Some(token_for(&c, "carol", &["*=View", "shop-staging=Approve"]).await?));
+
+    step(4, "prod-eu scales web to 5 replicas and protects that path; the workflow is declared");
+    let eu = WEB_V1.replace("replicas: 2", "replicas: 5");
+    c.patch(
+        "/v1/spaces/shop-prod-eu/units/web",
+        &json!({"Data": eu, "Protect": true, "ChangeDescription": "eu needs 5"}),
+    )
+    .await?;
+    c.post("/v1/spaces/platform/changeworkflows", &json!({"Slug": "rollout", "Definition": WORKFLOW}))
+        .await?;
+
+    step(5, "alice edits the base: web 1.1.0 with 3 replicas, and names the change bump");
+    let v2 = WEB_V1.replace("shop/web:1.0.0", "shop/web:1.1.0").replace("replicas: 2", "replicas: 3");
+    alice
+        .patch(
+            "/v1/spaces/shop-base/units/web",
+            &json!({"Data": v2, "ChangeDescription": "web 1.1.0, 3 replicas"}),
+        )
+        .await?;
+    let co = c
+        .post(
+            "/v1/spaces/shop-base/changeorders",
+            &json!({"Slug": "bump", "ChangeWorkflow": "platform/rollout"}),
+        )
+        .await?;
+    eprintln!(
+        "    change order bump: {} spaces in scope, state {}",
+        co["InScopeSpaceIDs"].as_array().map_or(0, Vec::len),
+        co["State"]
+    );
+
+    const PROMOTE: &str = "/v1/spaces/shop-base/changeorders/bump/promote";
+    step(6, "promote into dev (the first stage has no entry gates), release it");
+    print_promotion(&alice.post(PROMOTE, &json!({})).await?);
+    release_and_sync(&c, "shop-dev").await?;
+
+    step(7, "promote into staging (dev validated and released), release it");
+    print_promotion(&alice.post(PROMOTE, &json!({})).await?);
+    release_and_sync(&c, "shop-staging").await?;
+
+    step(8, "promote into prod: refused until two people who did not write the change approve it");
+    match alice.post(PROMOTE, &json!({})).await {
+        Ok(_) => anyhow::bail!("prod should have been gated"),
+        Err(e) => eprintln!("    {}", e.to_string().replace('\n', "\n    ")),
+    }
+    for who in [&bob, &carol] {
+        who.post(
+            "/v1/spaces/shop-staging/attestations",
+            &json!({"ChangeOrder": "shop-base/bump", "Note": "lgtm"}),
         )
         .await?;
     }
+    eprintln!("    bob and carol approved the change as it stands in staging");
 
-    step(3, "prod scales web to 5 replicas and protects that path");
-    let prod_web = WEB_V1.replace("replicas: 2", "replicas: 5");
-    c.patch(
-        "/v1/spaces/shop-prod/units/web",
-        &json!({"Data": prod_web, "Protect": true, "ChangeDescription": "prod needs 5 replicas"}),
-    )
-    .await?;
-
-    step(4, "edit the base twice: new image, then 3 replicas and a debug flag");
-    let v2 = WEB_V1.replace("shop/web:1.0.0", "shop/web:1.1.0");
-    c.patch("/v1/spaces/shop-base/units/web", &json!({"Data": v2, "ChangeDescription": "web 1.1.0"})).await?;
-    let v3 = v2.replace("replicas: 2", "replicas: 3").replace("value: info", "value: debug");
-    c.patch(
-        "/v1/spaces/shop-base/units/web",
-        &json!({"Data": v3, "ChangeDescription": "3 replicas, debug logs"}),
-    )
-    .await?;
-
-    step(5, "promote every variant (upgrade each unit behind its upstream)");
-    for stage in ["dev", "staging", "prod"] {
-        let r = c.post(&format!("/v1/spaces/shop-{stage}/promote"), &json!({})).await?;
-        eprintln!("  shop-{stage}:");
-        for line in output::table(r.as_array().map(Vec::as_slice).unwrap_or(&[]), output::PROMOTED).lines() {
-            eprintln!("    {line}");
-        }
+    step(9, "promote into prod (both regions), release and report healthy");
+    print_promotion(&alice.post(PROMOTE, &json!({})).await?);
+    for space in ["shop-prod-eu", "shop-prod-us"] {
+        release_and_sync(&c, space).await?;
     }
 
-    step(6, "check: prod kept its 5 replicas and lists the withheld change as a conflict");
-    let conflicts = c.get("/v1/spaces/shop-prod/units/web/conflicts").await?;
+    step(10, "where everything ended");
+    let co = c.get("/v1/spaces/shop-base/changeorders/bump").await?;
+    ensure!(co["Stage"] == "Completed", "the rollout should be complete, got {}", co["Stage"]);
+    let eu_data = c.text("/v1/spaces/shop-prod-eu/units/web/data").await?;
     ensure!(
-        conflicts.as_array().is_some_and(|a| a.iter().any(|x| x["Path"] == "spec.replicas")),
-        "expected a conflict on spec.replicas"
+        eu_data.contains("replicas: 5") && eu_data.contains("shop/web:1.1.0"),
+        "prod-eu keeps 5 replicas and takes 1.1.0"
     );
-    output::print(&conflicts, Format::Table, output::CONFLICT);
-    let prod_data = c.text("/v1/spaces/shop-prod/units/web/data").await?;
-    ensure!(
-        prod_data.contains("replicas: 5") && prod_data.contains("shop/web:1.1.0"),
-        "prod should have 5 replicas and image 1.1.0"
-    );
-
-    step(7, "where everything ended (units whose Space has Stage = 'prod', then all)");
-    let prod = c.get("/v1/units?where=Space.Labels.Stage%20%3D%20%27prod%27").await?;
-    output::print(&prod, Format::Table, output::UNIT);
-    println!();
-    let all: Value = c.get("/v1/units").await?;
-    let rows: Vec<Value> =
-        futures::future::try_join_all(all.as_array().cloned().unwrap_or_default().into_iter().map(|u| {
-            let c = &c;
-            async move {
-                let space =
-                    c.get(&format!("/v1/spaces/{}", u["SpaceID"].as_str().unwrap_or_default())).await?;
-                let data = c
-                    .text(&format!(
-                        "/v1/spaces/{}/units/{}/data",
-                        space["Slug"].as_str().unwrap_or(""),
-                        u["Slug"].as_str().unwrap_or("")
-                    ))
-                    .await?;
-                let image =
-                    data.lines().find_map(|l| l.trim().strip_prefix("image: ")).unwrap_or("-").to_string();
-                let replicas =
-                    data.lines().find_map(|l| l.trim().strip_prefix("replicas: ")).unwrap_or("-").to_string();
-                anyhow::Ok(json!({"Space": space["Slug"], "Unit": u["Slug"], "Head": u["HeadRevisionNum"],
-                              "Upstream": u["UpstreamRevisionNum"], "Image": image, "Replicas": replicas,
-                              "Conflicts": u["Conflicts"].as_array().map_or(0, Vec::len)}))
-            }
-        }))
-        .await?;
+    let mut rows = vec![];
+    for (_, space, _) in &chain {
+        let data = c.text(&format!("/v1/spaces/{space}/units/web/data")).await?;
+        let unit = c.get(&format!("/v1/spaces/{space}/units/web")).await?;
+        let field = |key: &str| {
+            data.lines().find_map(|l| l.trim().strip_prefix(key).map(str::to_string)).unwrap_or_default()
+        };
+        let on_disk = dir.path().join("gitops").join(space).join("web.yaml").exists();
+        rows.push(json!({"Space": space, "Image": field("image: "), "Replicas": field("replicas: "),
+                         "Head": unit["HeadRevisionNum"], "Released": unit["LastReleasedRevisionNum"],
+                         "Conflicts": unit["Conflicts"].as_array().map_or(0, Vec::len), "OnDisk": on_disk}));
+    }
     print!(
         "{}",
         output::table(
             &rows,
             &[
                 ("SPACE", "/Space"),
-                ("UNIT", "/Unit"),
-                ("HEAD", "/Head"),
-                ("UPSTREAM", "/Upstream"),
                 ("IMAGE", "/Image"),
                 ("REPLICAS", "/Replicas"),
-                ("CONFLICTS", "/Conflicts")
+                ("HEAD", "/Head"),
+                ("RELEASED", "/Released"),
+                ("CONFLICTS", "/Conflicts"),
+                ("GITOPS-FILE", "/OnDisk")
             ]
         )
     );
+    println!();
+    output::print(
+        &json!([{"Slug": co["Slug"], "State": co["State"], "Stage": co["Stage"],
+                 "Resolved": co["ResolvedSpaceIDs"].as_array().map_or(0, Vec::len),
+                 "Released": co["ReleasedSpaceIDs"].as_array().map_or(0, Vec::len)}]),
+        Format::Table,
+        &[
+            ("CHANGE-ORDER", "/Slug"),
+            ("STATE", "/State"),
+            ("STAGE", "/Stage"),
+            ("RESOLVED", "/Resolved"),
+            ("RELEASED", "/Released"),
+        ],
+    );
     server.stop().await?;
-    eprintln!("demo finished: the base's two edits reached every variant; prod kept its protected replicas");
+    eprintln!(
+        "demo finished: bump went dev → staging → prod behind its gates; prod-eu kept its protected replicas"
+    );
     Ok(())
 }

@@ -121,10 +121,11 @@ pub(crate) fn key_value(s: &str) -> Result<(String, String), String> {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "changeflow=info,warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+            // The demo narrates on its own; the server's info logs would drown it.
+            let quiet = matches!(cli.command, Command::Demo);
+            (if quiet { "warn" } else { "changeflow=info,warn" }).into()
+        }))
         .with_writer(std::io::stderr)
         .init();
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime starts");
