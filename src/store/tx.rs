@@ -441,16 +441,19 @@ impl Tx {
             .collect()
     }
 
-    /// Per Space: Links of `update_type` whose upstream Unit carries `tag` but whose downstream
-    /// Unit does not, i.e. the hops that still have to take the change. One query.
+    /// Per Space the tag reached: Links of `update_type` whose upstream Unit carries `tag` but
+    /// whose downstream Unit does not, i.e. the hops that still have to take the change. One query.
     pub async fn pending_links(&mut self, tag: Uuid, update_type: UpdateType) -> Result<HashMap<Uuid, i64>> {
         let rows = sqlx::query(
+            // Only Spaces the tag reached can be resolved, so only their edges are checked; the
+            // cheap downstream test runs before the upstream one.
             "SELECT e.space_id, COUNT(*) FROM link_edges e
              WHERE e.update_type = $1
-               AND EXISTS (SELECT 1 FROM revision_marks u
-                           WHERE u.kind = 'Tag' AND u.mark_id = $2 AND u.unit_id = e.to_unit_id)
+               AND e.space_id IN (SELECT space_id FROM revision_marks WHERE kind = 'Tag' AND mark_id = $2)
                AND NOT EXISTS (SELECT 1 FROM revision_marks d
                                WHERE d.kind = 'Tag' AND d.mark_id = $2 AND d.unit_id = e.from_unit_id)
+               AND EXISTS (SELECT 1 FROM revision_marks u
+                           WHERE u.kind = 'Tag' AND u.mark_id = $2 AND u.unit_id = e.to_unit_id)
              GROUP BY e.space_id",
         )
         .bind(update_type.as_str())

@@ -94,3 +94,17 @@ fn help_teaches() {
     let help = String::from_utf8(out.stdout).unwrap();
     assert!(help.contains("--protect") && help.contains("--upgrade") && help.contains("--squash"), "{help}");
 }
+
+#[test]
+fn the_demo_runs_the_whole_story() {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_changeflow")).arg("demo").env_remove("RUST_LOG").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("Completed") && stdout.contains("shop-prod-eu"), "{stdout}");
+    assert!(
+        stderr.contains("[10/10]") && stderr.contains("refused"),
+        "progress and the gated prod: {stderr}"
+    );
+}
