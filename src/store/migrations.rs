@@ -60,8 +60,11 @@ const MIGRATIONS: &[(i64, &[&str])] = &[
     (
         3,
         &[
-            // Per-Space counts of a mark stream an index instead of sorting (ChangeOrder state).
-            "CREATE INDEX revision_marks_by_space ON revision_marks (kind, mark_id, space_id)",
+            // Per-Space counts of a mark stream a covering index instead of sorting rows
+            // (ChangeOrder state).
+            "CREATE INDEX revision_marks_by_space ON revision_marks (kind, mark_id, space_id, unit_id, revision_num)",
+            // A reached Space's edges, in Space order, for the pending-hops check.
+            "CREATE INDEX link_edges_by_space ON link_edges (space_id, update_type)",
             // "Was this Unit released at or after revision N" without visiting table rows.
             "CREATE INDEX revision_marks_by_unit_kind ON revision_marks (unit_id, kind, revision_num)",
         ],
