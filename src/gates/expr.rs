@@ -10,9 +10,9 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
+use crate::invoke::CelJson;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use cel::{Context, Env, Program};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 /// The prefix every custom prerequisite's Expression carries.
@@ -94,7 +94,7 @@ pub(crate) fn context() -> Context<'static, 'static> {
 
 /// Converts `json` to a CEL value with integers as signed `int` where they fit.
 pub(crate) fn to_cel(json: &Value) -> Result<cel::Value, String> {
-    cel::to_value(SignedJson(json)).map_err(|e| e.to_string())
+    cel::to_value(CelJson(json)).map_err(|e| e.to_string())
 }
 
 /// Collects identifiers not bound by an enclosing comprehension (`exists(k, ...)` binds `k`).
@@ -137,38 +137,6 @@ fn entry_variables(e: &EntryExpr, bound: &mut Vec<String>, out: &mut BTreeSet<St
         EntryExpr::MapEntry(m) => {
             free_variables(&m.key, bound, out);
             free_variables(&m.value, bound, out);
-        }
-    }
-}
-
-/// Serializes JSON for CEL with every integer that fits written as `i64`.
-struct SignedJson<'a>(&'a Value);
-
-impl Serialize for SignedJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Value::Null => s.serialize_unit(),
-            Value::Bool(b) => s.serialize_bool(*b),
-            Value::Number(n) => match (n.as_i64(), n.as_u64()) {
-                (Some(i), _) => s.serialize_i64(i),
-                (None, Some(u)) => s.serialize_u64(u),
-                _ => s.serialize_f64(n.as_f64().unwrap_or(f64::NAN)),
-            },
-            Value::String(text) => s.serialize_str(text),
-            Value::Array(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(&SignedJson(item))?;
-                }
-                seq.end()
-            }
-            Value::Object(entries) => {
-                let mut map = s.serialize_map(Some(entries.len()))?;
-                for (k, v) in entries {
-                    map.serialize_entry(k, &SignedJson(v))?;
-                }
-                map.end()
-            }
         }
     }
 }

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 pub use registry::{BoundCall, Handler, Registry};
-pub use validating::{PLACEHOLDER_NUMBER, PLACEHOLDER_STRING};
+pub use validating::{CelJson, PLACEHOLDER_NUMBER, PLACEHOLDER_STRING};
 
 /// The type of a function parameter; argument values are checked (and cast) against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

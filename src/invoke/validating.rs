@@ -54,7 +54,7 @@ fn result(docs: &[Value], failed: Vec<FailedAttribute>, details: Vec<String>) ->
 /// Serializes a JSON value for CEL, writing every integer that fits as a signed `int`, so that
 /// `r.spec.replicas >= 2` and `r.spec.replicas + 1` work (serde_json would hand non-negative
 /// integers over as CEL `uint`).
-struct CelJson<'a>(&'a Value);
+pub struct CelJson<'a>(pub &'a Value);
 
 impl Serialize for CelJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -1,6 +1,7 @@
 //! Attestations: a user's recorded Pass or Fail (an approval by default) of a change as it
 //! stands in one Space. Revoking is a new record pointing at the one it revokes.
 
+use super::entities::entity;
 use super::{Entity, Slug};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -49,24 +50,4 @@ pub struct Attestation {
     pub UpdatedAt: DateTime<Utc>,
 }
 
-impl Entity for Attestation {
-    const KIND: &'static str = "Attestation";
-    fn id(&self) -> Uuid {
-        self.AttestationID
-    }
-    fn space_id(&self) -> Option<Uuid> {
-        Some(self.SpaceID)
-    }
-    fn slug(&self) -> &str {
-        self.Slug.as_str()
-    }
-    fn version(&self) -> i64 {
-        self.Version
-    }
-    fn set_version(&mut self, v: i64) {
-        self.Version = v;
-    }
-    fn set_updated_at(&mut self, t: DateTime<Utc>) {
-        self.UpdatedAt = t;
-    }
-}
+entity!(Attestation, "Attestation", AttestationID, space: |a: &Attestation| Some(a.SpaceID));

@@ -1,5 +1,6 @@
 //! ChangeOrders: the identity one change keeps as it crosses Space boundaries.
 
+use super::entities::entity;
 use super::{Entity, Labels, Slug};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -119,27 +120,7 @@ pub struct ChangeOrder {
     pub UpdatedAt: DateTime<Utc>,
 }
 
-impl Entity for ChangeOrder {
-    const KIND: &'static str = "ChangeOrder";
-    fn id(&self) -> Uuid {
-        self.ChangeOrderID
-    }
-    fn space_id(&self) -> Option<Uuid> {
-        Some(self.SpaceID)
-    }
-    fn slug(&self) -> &str {
-        self.Slug.as_str()
-    }
-    fn version(&self) -> i64 {
-        self.Version
-    }
-    fn set_version(&mut self, v: i64) {
-        self.Version = v;
-    }
-    fn set_updated_at(&mut self, t: DateTime<Utc>) {
-        self.UpdatedAt = t;
-    }
-}
+entity!(ChangeOrder, "ChangeOrder", ChangeOrderID, space: |c: &ChangeOrder| Some(c.SpaceID));
 
 /// A ChangeOrder's position, derived from the sets below.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,24 +186,4 @@ impl ChangeWorkflow {
     }
 }
 
-impl Entity for ChangeWorkflow {
-    const KIND: &'static str = "ChangeWorkflow";
-    fn id(&self) -> Uuid {
-        self.ChangeWorkflowID
-    }
-    fn space_id(&self) -> Option<Uuid> {
-        Some(self.SpaceID)
-    }
-    fn slug(&self) -> &str {
-        self.Slug.as_str()
-    }
-    fn version(&self) -> i64 {
-        self.Version
-    }
-    fn set_version(&mut self, v: i64) {
-        self.Version = v;
-    }
-    fn set_updated_at(&mut self, t: DateTime<Utc>) {
-        self.UpdatedAt = t;
-    }
-}
+entity!(ChangeWorkflow, "ChangeWorkflow", ChangeWorkflowID, space: |w: &ChangeWorkflow| Some(w.SpaceID));

@@ -36,6 +36,8 @@ pub struct LinkEdge {
     pub update_type: UpdateType,
 }
 
+/// Implements [`Entity`] for a struct with the usual ID, SpaceID (or none), Slug, Version and
+/// UpdatedAt fields.
 macro_rules! entity {
     ($t:ident, $kind:literal, $id:ident, space: $space:expr $(, $extra:item)*) => {
         impl Entity for $t {
@@ -63,6 +65,7 @@ macro_rules! entity {
         }
     };
 }
+pub(crate) use entity;
 
 /// The toolchain a Unit's data is written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

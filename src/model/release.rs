@@ -5,6 +5,7 @@
 //! Tag), so "what is deployed" is a fact that can be read later, compared by `Digest`, and gated
 //! on (`Released`, `Healthy`). Only `LiveStatus`, `Labels` and `Annotations` change afterwards.
 
+use super::entities::entity;
 use super::{Entity, InvalidField, Labels, Slug};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -130,27 +131,7 @@ pub struct Release {
     pub UpdatedAt: DateTime<Utc>,
 }
 
-impl Entity for Release {
-    const KIND: &'static str = "Release";
-    fn id(&self) -> Uuid {
-        self.ReleaseID
-    }
-    fn space_id(&self) -> Option<Uuid> {
-        Some(self.SpaceID)
-    }
-    fn slug(&self) -> &str {
-        self.Slug.as_str()
-    }
-    fn version(&self) -> i64 {
-        self.Version
-    }
-    fn set_version(&mut self, v: i64) {
-        self.Version = v;
-    }
-    fn set_updated_at(&mut self, t: DateTime<Utc>) {
-        self.UpdatedAt = t;
-    }
-}
+entity!(Release, "Release", ReleaseID, space: |r: &Release| Some(r.SpaceID));
 
 #[cfg(test)]
 mod tests {
