@@ -7,6 +7,8 @@
 //! - `query`: where expressions: lexer, parser, evaluator over an entity's JSON; no I/O.
 //! - `merge`: structural diff and patch of YAML document streams, protected paths, conflicts;
 //!   no I/O.
+//! - `layering`: Deckhand-compatible rendering of layered documents (LayeringPolicy, parent
+//!   selection, merge/replace/delete actions, replacement, substitution); no I/O.
 //! - `invoke`: the function registry and built-in functions over a Unit's documents; no I/O.
 //! - `changeorder`: ChangeOrders, the pure part: coverage, hop-by-hop scope, the promotion
 //!   planner and its digest, State reduction; no I/O.
@@ -19,6 +21,8 @@
 //!   with permission checks. Every entry point (API, demo, later jobs) goes through here.
 //! - `api`: the axum HTTP API: routes, bearer-token auth, error mapping.
 //! - `cli`: the clap command line, an HTTP client of the API, with table/json/yaml output.
+//! - `settings`: settings as layered documents (defaults in `config/`), rendered, then
+//!   overridden by the environment and flags.
 //! - `server`: starting and stopping the API process (`serve`, the demo, tests).
 
 pub mod api;
@@ -26,10 +30,12 @@ pub mod changeorder;
 pub mod cli;
 pub mod gates;
 pub mod invoke;
+pub mod layering;
 pub mod merge;
 pub mod model;
 pub mod ops;
 pub mod query;
 pub mod release;
 pub mod server;
+pub mod settings;
 pub mod store;

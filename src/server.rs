@@ -19,6 +19,8 @@ pub struct ServeOptions {
     pub listen: String,
     /// Store URL; default `sqlite://DATA_DIR/changeflow.db`.
     pub db: Option<String>,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
 }
 
 /// A running server.
@@ -84,7 +86,7 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Server> {
         .await
         .with_context(|| format!("listening on {}", opts.listen))?;
     let addr = listener.local_addr()?;
-    let app = router(AppState { store: store.clone() });
+    let app = router(AppState { store: store.clone() }, opts.max_body_bytes);
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(async move {
         axum::serve(listener, app)

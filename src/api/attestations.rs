@@ -1,19 +1,16 @@
 //! Attestation routes.
 
-use super::AppState;
 use super::auth::Auth;
 use super::body::Body;
-use super::error::ApiError;
+use super::{ApiResult, AppState};
 use crate::ops;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde::Deserialize;
-
-type ApiResult = Result<Response, ApiError>;
 
 #[allow(non_snake_case)]
 #[derive(Debug, Default, Deserialize)]

@@ -1,27 +1,16 @@
 //! ChangeOrder routes: CRUD with State derived on read, promotion (with dry run and plan
 //! digest) and undo.
 
-use super::AppState;
 use super::auth::Auth;
 use super::body::Body;
-use super::error::ApiError;
+use super::{ApiResult, AppState, ListQuery};
 use crate::ops;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use serde::Deserialize;
-
-type ApiResult = Result<Response, ApiError>;
-
-#[derive(Debug, Default, Deserialize)]
-struct ListQuery {
-    #[serde(rename = "where")]
-    where_: Option<String>,
-    space: Option<String>,
-}
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()

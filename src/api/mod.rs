@@ -16,8 +16,19 @@ pub use routes::router;
 
 use crate::store::Store;
 
-/// Largest request body accepted (Unit data included).
+/// The default largest request body (Unit data included); settings `live.max_body_bytes`.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a handler returns.
+pub(crate) type ApiResult<T = axum::response::Response> = Result<T, ApiError>;
+
+/// Query parameters of list endpoints: `where=EXPR` and, on cross-Space lists, `space=SLUG`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct ListQuery {
+    #[serde(rename = "where")]
+    pub where_: Option<String>,
+    pub space: Option<String>,
+}
 
 /// What every handler can reach.
 #[derive(Clone)]

@@ -1,27 +1,16 @@
 //! Release routes: publish and read a Space's Releases, and record the live status a GitOps
 //! operator reports. Thin handlers over `ops::releases`.
 
-use super::AppState;
 use super::auth::Auth;
 use super::body::Body;
-use super::error::ApiError;
+use super::{ApiResult, AppState, ListQuery};
 use crate::ops;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, put};
-use serde::Deserialize;
-
-type ApiResult = Result<Response, ApiError>;
-
-/// Query parameters of the list endpoint.
-#[derive(Debug, Default, Deserialize)]
-struct ListQuery {
-    #[serde(rename = "where")]
-    where_: Option<String>,
-}
 
 /// The release routes, merged into the main router.
 pub(super) fn routes() -> Router<AppState> {

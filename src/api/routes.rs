@@ -3,19 +3,17 @@
 use super::auth::Auth;
 use super::body::Body;
 use super::error::ApiError;
-use super::{AppState, MAX_BODY_BYTES};
+use super::{ApiResult, AppState, ListQuery};
 use crate::model::{Entity, Filter, Invocation, Link, Tag, Target};
 use crate::ops;
 use axum::Json;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
-
-type ApiResult<T = Response> = Result<T, ApiError>;
 
 fn ok<T: serde::Serialize>(v: T) -> ApiResult {
     Ok(Json(v).into_response())
@@ -25,16 +23,8 @@ fn created<T: serde::Serialize>(v: T) -> ApiResult {
     Ok((StatusCode::CREATED, Json(v)).into_response())
 }
 
-/// Query parameters of list endpoints.
-#[derive(Debug, Default, Deserialize)]
-struct ListQuery {
-    #[serde(rename = "where")]
-    where_: Option<String>,
-    space: Option<String>,
-}
-
-/// Builds the router over `state`.
-pub fn router(state: AppState) -> Router {
+/// Builds the router over `state`, refusing request bodies over `max_body_bytes`.
+pub fn router(state: AppState, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/v1/me", get(me))
@@ -88,7 +78,7 @@ pub fn router(state: AppState) -> Router {
                 gates: None,
             }
         })
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state)
 }
 

@@ -1,27 +1,16 @@
 //! ChangeWorkflow routes: the definition is sent as YAML text and checked when written.
 
-use super::AppState;
 use super::auth::Auth;
 use super::body::Body;
-use super::error::ApiError;
+use super::{ApiResult, AppState, ListQuery};
 use crate::model::ChangeWorkflow;
 use crate::ops;
 use axum::Json;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::get;
-use serde::Deserialize;
-
-type ApiResult = Result<Response, ApiError>;
-
-#[derive(Debug, Default, Deserialize)]
-struct ListQuery {
-    #[serde(rename = "where")]
-    where_: Option<String>,
-    space: Option<String>,
-}
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()

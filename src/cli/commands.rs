@@ -604,6 +604,7 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
         }
         Command::Serve(_)
         | Command::Demo
+        | Command::Render(_)
         | Command::Release(_)
         | Command::Livestatus(_)
         | Command::Changeorder(_)

@@ -107,6 +107,7 @@ pub async fn run() -> Result<()> {
         data_dir: dir.path().to_path_buf(),
         listen: "127.0.0.1:0".into(),
         db: None,
+        max_body_bytes: crate::api::MAX_BODY_BYTES,
     })
     .await?;
     let admin = server.new_admin_token.clone().expect("a new store bootstraps an admin");

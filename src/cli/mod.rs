@@ -9,6 +9,7 @@ mod commands;
 mod demo;
 mod output;
 mod releases;
+mod render;
 
 pub use client::Client;
 pub use output::Format;
@@ -44,6 +45,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Start a throw-away server and walk a change from a base Space into three variants.
     Demo,
+    /// Render Deckhand-style layered documents from a local file (no server needed).
+    Render(render::RenderArgs),
     /// Spaces: containers of Units.
     #[command(subcommand)]
     Space(commands::SpaceCmd),
@@ -99,12 +102,16 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Directory for the embedded database and admin.token.
-    #[arg(long, env = "CHANGEFLOW_DATA_DIR", default_value = "changeflow-data")]
-    pub data_dir: PathBuf,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:7070")]
-    pub listen: String,
+    /// A site settings layer (YAML, e.g. config/sites/fleet.yaml) rendered over the built-in
+    /// defaults (config/global.yaml); flags and their environment variables override both.
+    #[arg(long, env = "CHANGEFLOW_SITE_CONFIG")]
+    pub site_config: Option<PathBuf>,
+    /// Directory for the embedded database and admin.token [default: changeflow-data].
+    #[arg(long, env = "CHANGEFLOW_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:7070].
+    #[arg(long, env = "CHANGEFLOW_LISTEN")]
+    pub listen: Option<String>,
     /// Store URL: sqlite://PATH or postgres://…[?schema=NAME]. Default: DATA_DIR/changeflow.db.
     #[arg(long, env = "CHANGEFLOW_DB")]
     pub db: Option<String>,
@@ -120,14 +127,11 @@ pub(crate) fn key_value(s: &str) -> Result<(String, String), String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-            // The demo narrates on its own; the server's info logs would drown it.
-            let quiet = matches!(cli.command, Command::Demo);
-            (if quiet { "warn" } else { "changeflow=info,warn" }).into()
-        }))
-        .with_writer(std::io::stderr)
-        .init();
+    // `serve` sets up logging once its settings (with their log level) are loaded.
+    if !matches!(cli.command, Command::Serve(_)) {
+        // The demo narrates on its own; the server's info logs would drown it.
+        init_logging(if matches!(cli.command, Command::Demo) { "warn" } else { "info" });
+    }
     let rt = tokio::runtime::Runtime::new().expect("tokio runtime starts");
     match rt.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -136,6 +140,13 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Logs to stderr at `level` for changeflow (warnings from dependencies); `RUST_LOG` wins.
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| format!("changeflow={level},warn").into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
 fn default_token() -> Option<String> {
@@ -147,6 +158,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args).await,
         Command::Demo => demo::run().await,
+        Command::Render(args) => render::run(args, cli.output),
         command => {
             let token = cli.token.or_else(default_token);
             let client = Client::new(&cli.server, token);
@@ -163,19 +175,43 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let server = crate::server::start(crate::server::ServeOptions {
-        data_dir: args.data_dir.clone(),
+    let overrides = crate::settings::Overrides {
         listen: args.listen,
+        data_dir: args.data_dir,
         db: args.db,
+        log_level: None,
+    };
+    let settings = crate::settings::load(args.site_config.as_deref(), overrides)?;
+    init_logging(&settings.live.log_level);
+    let data_dir = settings.restart.data_dir.clone();
+    let server = crate::server::start(crate::server::ServeOptions {
+        data_dir: data_dir.clone(),
+        listen: settings.restart.listen.clone(),
+        db: Some(settings.restart.db.clone()).filter(|d| !d.is_empty()),
+        max_body_bytes: settings.live.max_body_bytes,
     })
     .await?;
     if let Some(t) = &server.new_admin_token {
-        eprintln!("bootstrap admin token (also written to {}):", args.data_dir.join("admin.token").display());
+        eprintln!("bootstrap admin token (also written to {}):", data_dir.join("admin.token").display());
         println!("{t}");
     }
     eprintln!("changeflow listening on {}", server.url());
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => { r?; eprintln!("shutting down"); }
-    }
+    shutdown_signal().await?;
+    eprintln!("shutting down: finishing in-flight requests");
     server.stop().await
+}
+
+/// Ctrl-C, or SIGTERM where there is one (what a process supervisor sends).
+async fn shutdown_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
+    Ok(())
 }

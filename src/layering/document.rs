@@ -27,7 +27,7 @@ pub(crate) struct DocView<'a> {
 
 const EMPTY: &[Value] = &[];
 
-fn str_at<'a>(v: Option<&'a Value>) -> &'a str {
+fn str_at(v: Option<&Value>) -> &str {
     v.and_then(Value::as_str).unwrap_or("")
 }
 
@@ -68,11 +68,9 @@ impl<'a> DocView<'a> {
             Some(_) => Err(problem(r.clone(), path, "must be a list")),
         };
         let labels = mapping(meta.and_then(|m| m.get("labels")), "metadata.labels")?;
-        let selector = mapping(
-            ld.and_then(|l| l.get("parentSelector")),
-            "metadata.layeringDefinition.parentSelector",
-        )?
-        .filter(|m| !m.is_empty());
+        let selector =
+            mapping(ld.and_then(|l| l.get("parentSelector")), "metadata.layeringDefinition.parentSelector")?
+                .filter(|m| !m.is_empty());
         let actions = list(ld.and_then(|l| l.get("actions")), "metadata.layeringDefinition.actions")?;
         let substitutions = list(meta.and_then(|m| m.get("substitutions")), "metadata.substitutions")?;
         Ok(DocView { labels, selector, actions, substitutions, ..view })
@@ -122,7 +120,8 @@ mod tests {
         assert_eq!(p.path, "metadata.labels");
         assert_eq!(p.document.name, "x");
         assert!(DocView::of(&json!("just text")).is_err());
-        let c = json!({"schema": "deckhand/LayeringPolicy/v1", "metadata": {"schema": "metadata/Control/v1"}});
+        let c =
+            json!({"schema": "deckhand/LayeringPolicy/v1", "metadata": {"schema": "metadata/Control/v1"}});
         assert!(DocView::of(&c).unwrap().is_control);
     }
 }

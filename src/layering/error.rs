@@ -125,31 +125,36 @@ impl fmt::Display for FormatProblem {
     }
 }
 
-/// A rendering failure; the variant is the Deckhand error class.
+/// A rendering failure; the variant is the Deckhand error class. Identities are boxed to keep
+/// the error small on the success path.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum LayeringError {
     #[error("LayeringPolicyNotFound: no deckhand/LayeringPolicy document among the input")]
     LayeringPolicyNotFound,
     #[error("InvalidDocumentLayer: {document}: layer '{}' is not in layerOrder [{}]", document.layer, layer_order.join(", "))]
-    InvalidDocumentLayer { document: DocRef, layer_order: Vec<String> },
+    InvalidDocumentLayer { document: Box<DocRef>, layer_order: Vec<String> },
     #[error("InvalidDocumentParent: {document}: {} (matched {parent})", reason.text())]
-    InvalidDocumentParent { document: DocRef, parent: DocRef, reason: ParentReason },
-    #[error("IndeterminateDocumentParent: {document}: {found} documents in one layer match its parentSelector")]
-    IndeterminateDocumentParent { document: DocRef, found: usize },
+    InvalidDocumentParent { document: Box<DocRef>, parent: Box<DocRef>, reason: ParentReason },
+    #[error(
+        "IndeterminateDocumentParent: {document}: {found} documents in one layer match its parentSelector"
+    )]
+    IndeterminateDocumentParent { document: Box<DocRef>, found: usize },
     #[error("InvalidDocumentReplacement: {document}: {}", reason.text())]
-    InvalidDocumentReplacement { document: DocRef, reason: ReplacementReason },
+    InvalidDocumentReplacement { document: Box<DocRef>, reason: ReplacementReason },
     #[error("MissingDocumentKey: {document}: action {method} {path}: {reason}")]
-    MissingDocumentKey { document: DocRef, method: String, path: String, reason: String },
+    MissingDocumentKey { document: Box<DocRef>, method: String, path: String, reason: String },
     #[error("UnsupportedActionMethod: {document}: action method '{method}' is not merge, replace or delete")]
-    UnsupportedActionMethod { document: DocRef, method: String },
+    UnsupportedActionMethod { document: Box<DocRef>, method: String },
     #[error("SubstitutionDependencyCycle: {}", cycle.iter().map(ToString::to_string).collect::<Vec<_>>().join(" -> "))]
     SubstitutionDependencyCycle { cycle: Vec<DocRef> },
-    #[error("SubstitutionSourceNotFound: {document}: no concrete document [{src_schema}] {src_name} to substitute from")]
-    SubstitutionSourceNotFound { document: DocRef, src_schema: String, src_name: String },
-    #[error("SubstitutionSourceDataNotFound: {document}: src.path {path} is missing or null in {source}")]
-    SubstitutionSourceDataNotFound { document: DocRef, source: DocRef, path: String },
-    #[error("UnknownSubstitutionError: {document}: substituting from {source} into {path}: {reason}")]
-    UnknownSubstitutionError { document: DocRef, source: DocRef, path: String, reason: String },
+    #[error(
+        "SubstitutionSourceNotFound: {document}: no concrete document [{src_schema}] {src_name} to substitute from"
+    )]
+    SubstitutionSourceNotFound { document: Box<DocRef>, src_schema: String, src_name: String },
+    #[error("SubstitutionSourceDataNotFound: {document}: src.path {path} is missing or null in {src}")]
+    SubstitutionSourceDataNotFound { document: Box<DocRef>, src: Box<DocRef>, path: String },
+    #[error("UnknownSubstitutionError: {document}: substituting from {src} into {path}: {reason}")]
+    UnknownSubstitutionError { document: Box<DocRef>, src: Box<DocRef>, path: String, reason: String },
     #[error("InvalidDocumentFormat: {}", problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     InvalidDocumentFormat { problems: Vec<FormatProblem> },
 }
@@ -195,7 +200,7 @@ impl LayeringError {
             | Self::UnsupportedActionMethod { document, .. }
             | Self::SubstitutionSourceNotFound { document, .. }
             | Self::SubstitutionSourceDataNotFound { document, .. }
-            | Self::UnknownSubstitutionError { document, .. } => Some(document),
+            | Self::UnknownSubstitutionError { document, .. } => Some(document.as_ref()),
             Self::SubstitutionDependencyCycle { cycle } => cycle.first(),
             Self::InvalidDocumentFormat { problems } => problems.first().map(|p| &p.document),
         }
@@ -220,7 +225,7 @@ mod tests {
     #[test]
     fn class_reason_and_message_name_the_culprit() {
         let e = LayeringError::InvalidDocumentReplacement {
-            document: DocRef::new("armada/Chart/v1", "web", "site"),
+            document: DocRef::new("armada/Chart/v1", "web", "site").into(),
             reason: ReplacementReason::WithoutParent,
         };
         assert_eq!(e.class(), "InvalidDocumentReplacement");

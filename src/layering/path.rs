@@ -49,7 +49,10 @@ impl Path {
                 '[' => {
                     chars.next();
                     let digits: String = chars.by_ref().take_while(|c| *c != ']').collect();
-                    let i = digits.trim().parse::<usize>().map_err(|_| format!("bad index [{digits}] in '{text}'"))?;
+                    let i = digits
+                        .trim()
+                        .parse::<usize>()
+                        .map_err(|_| format!("bad index [{digits}] in '{text}'"))?;
                     segs.push(Seg::Index(i));
                 }
                 '.' => {
@@ -205,13 +208,10 @@ mod tests {
         assert!(p("$").is_root());
         assert_eq!(p(".a.b"), p("$.a.b"));
         assert_eq!(p("a.b"), p(".a.b"));
-        assert_eq!(p(".a[10].b[0][2]").0, vec![
-            Seg::Key("a".into()),
-            Seg::Index(10),
-            Seg::Key("b".into()),
-            Seg::Index(0),
-            Seg::Index(2)
-        ]);
+        assert_eq!(
+            p(".a[10].b[0][2]").0,
+            vec![Seg::Key("a".into()), Seg::Index(10), Seg::Key("b".into()), Seg::Index(0), Seg::Index(2)]
+        );
         assert_eq!(p(".conf.'filter:authtoken'.password").0[1], Seg::Key("filter:authtoken".into()));
         assert_eq!(p(".x.\"a.b\"").0[1], Seg::Key("a.b".into()));
         assert!(Path::parse(".a[x]").is_err());

@@ -49,6 +49,7 @@ pub async fn spawn_app(backend: &str) -> App {
         data_dir: dir.path().to_path_buf(),
         listen: "127.0.0.1:0".into(),
         db: Some(db),
+        max_body_bytes: changeflow::api::MAX_BODY_BYTES,
     })
     .await
     .expect("server starts");

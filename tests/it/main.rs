@@ -6,6 +6,7 @@ mod changeorders;
 mod cli;
 mod fleet;
 mod helpers;
+mod layering;
 mod releases;
 mod store;
 mod workflows;
