@@ -149,6 +149,7 @@ async fn plan(
             format!("validation errors block publishing space '{}': {}", sp.Slug, why.join("; ")),
         ));
     }
+    render_deckhand(&units, &mut entries, &sp)?;
     if let Some(co) = change_order {
         let bundle: std::collections::BTreeMap<Uuid, i64> =
             entries.iter().map(|(u, _, n, _)| (*u, *n)).collect();
@@ -164,6 +165,49 @@ async fn plan(
         change_order_id: change_order,
     };
     Ok(Plan { space: sp, provider, bundle: Bundle::build(header, entries), target })
+}
+
+/// A Release bundles Deckhand/YAML Units rendered: the Space's Deckhand documents are layered
+/// together and each Unit ships the rendered documents that came from it (abstract and replaced
+/// documents never ship). A render error refuses the publish, naming the Deckhand error class.
+fn render_deckhand(units: &[Unit], entries: &mut [(Uuid, String, i64, String)], sp: &Space) -> Result<()> {
+    let deckhand: std::collections::HashSet<Uuid> = units
+        .iter()
+        .filter(|u| u.ToolchainType == crate::model::ToolchainType::DeckhandYaml)
+        .map(|u| u.UnitID)
+        .collect();
+    if deckhand.is_empty() {
+        return Ok(());
+    }
+    let key = |d: &serde_json::Value| (d["schema"].to_string(), d["metadata"]["name"].to_string());
+    let mut owner = HashMap::new();
+    let mut docs = vec![];
+    for (unit, _, _, data) in entries.iter().filter(|e| deckhand.contains(&e.0)) {
+        for d in crate::model::parse_stream(data)? {
+            // A replacement and its parent share schema and name: the rendered one is the
+            // replacement's.
+            if d["metadata"]["replacement"] == true {
+                owner.insert(key(&d), *unit);
+            } else {
+                owner.entry(key(&d)).or_insert(*unit);
+            }
+            docs.push(d);
+        }
+    }
+    let rendered =
+        crate::layering::render(&docs, &crate::layering::RenderOptions::default()).map_err(|e| {
+            OpError::unprocessable(
+                "Unit",
+                e.document().map(|d| d.name.clone()).unwrap_or_default(),
+                format!("the Deckhand documents of space '{}' do not render ({}): {e}", sp.Slug, e.class()),
+            )
+        })?;
+    for (unit, _, _, data) in entries.iter_mut().filter(|e| deckhand.contains(&e.0)) {
+        let mine: Vec<serde_json::Value> =
+            rendered.iter().filter(|d| owner.get(&key(d)) == Some(unit)).cloned().collect();
+        *data = crate::model::render_stream(&mine);
+    }
+    Ok(())
 }
 
 /// Refuses a publish for a ChangeOrder whose workflow's ReleasePrerequisites for the Space's

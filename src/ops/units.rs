@@ -4,8 +4,8 @@
 use super::spaces::{parse_where, to_json};
 use super::{Actor, OpError, Result, resolve};
 use crate::model::{
-    Labels, Permission, ProtectedPath, Revision, RevisionSource, Slug, Space, ToolchainType, Unit, data_hash,
-    parse_stream, validate_labels,
+    Labels, Permission, ProtectedPath, Revision, RevisionSource, Slug, Space, ToolchainType, Unit,
+    ValidationError, data_hash, parse_stream, validate_labels,
 };
 use crate::store::{Store, Tx};
 use chrono::Utc;
@@ -39,6 +39,10 @@ pub(crate) async fn append_revision(
     description: &str,
     upstream_num: i64,
 ) -> Result<Revision> {
+    let validation = match unit.ToolchainType {
+        ToolchainType::DeckhandYaml => deckhand_errors(tx, unit, data).await?,
+        _ => unit.ValidationErrors.clone(),
+    };
     let rev = Revision {
         RevisionID: Uuid::new_v4(),
         UnitID: unit.UnitID,
@@ -51,17 +55,52 @@ pub(crate) async fn append_revision(
         DataSize: data.len() as i64,
         Tags: vec![],
         ChangeOrders: vec![],
-        ValidationErrors: vec![],
+        ValidationErrors: validation.clone(),
         UpstreamRevisionNum: upstream_num,
         CreatedAt: Utc::now(),
     };
     tx.insert_revision(&rev, data).await?;
+    unit.ValidationErrors = validation;
     unit.HeadRevisionNum = rev.RevisionNum;
     unit.HeadRevisionID = rev.RevisionID;
     unit.DataHash = rev.DataHash.clone();
     unit.DataSize = rev.DataSize;
     unit.LastChangeDescription = description.to_string();
     Ok(rev)
+}
+
+/// For a Deckhand/YAML Unit: renders the Space's Deckhand Units together, with `data` as this
+/// Unit's new content. A render error at one of this Unit's documents (or at none in particular)
+/// becomes its validation error, naming the Deckhand error class; nothing else in the Space
+/// changes.
+async fn deckhand_errors(tx: &mut Tx, unit: &Unit, data: &str) -> Result<Vec<ValidationError>> {
+    let own = parse_stream(data)?;
+    let mut docs = own.clone();
+    for other in tx.list::<Unit>(Some(unit.SpaceID)).await? {
+        if other.UnitID == unit.UnitID
+            || other.ToolchainType != ToolchainType::DeckhandYaml
+            || other.HeadRevisionNum == 0
+        {
+            continue;
+        }
+        let (_, d) = tx.must_revision(other.UnitID, other.HeadRevisionNum).await?;
+        docs.extend(parse_stream(&d)?);
+    }
+    let Err(e) = crate::layering::render(&docs, &crate::layering::RenderOptions::default()) else {
+        return Ok(vec![]);
+    };
+    let mine = e.document().is_none_or(|d| {
+        own.iter().any(|doc| doc["schema"] == d.schema.as_str() && doc["metadata"]["name"] == d.name.as_str())
+    });
+    if !mine {
+        return Ok(vec![]);
+    }
+    Ok(vec![ValidationError {
+        Source: "layering".into(),
+        Resource: e.document().map(|d| d.to_string()).unwrap_or_default(),
+        Path: e.path().unwrap_or_default().to_string(),
+        Message: format!("{}: {e}", e.class()),
+    }])
 }
 
 /// The body of a Unit creation.

@@ -4,6 +4,7 @@ mod api;
 mod attestations;
 mod changeorders;
 mod cli;
+mod deckhand;
 mod fleet;
 mod helpers;
 mod layering;
