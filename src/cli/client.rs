@@ -10,6 +10,9 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     token: Option<String>,
+    /// With `-o json`/`-o yaml`: a refusal's JSON body (every failing gate included) is printed
+    /// on stdout for scripts, besides the one-line error on stderr.
+    print_errors: bool,
 }
 
 impl Client {
@@ -21,7 +24,14 @@ impl Client {
                 .expect("HTTP client builds"),
             base: base.trim_end_matches('/').to_string(),
             token,
+            print_errors: false,
         }
+    }
+
+    /// Prints refusals' JSON bodies on stdout (for `-o json`).
+    pub fn print_errors(mut self, yes: bool) -> Client {
+        self.print_errors = yes;
+        self
     }
 
     async fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<reqwest::Response> {
@@ -42,6 +52,9 @@ impl Client {
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if self.print_errors && v.is_object() {
+            println!("{}", serde_json::to_string_pretty(&v).expect("JSON prints"));
+        }
         let msg = v.get("error").and_then(Value::as_str).unwrap_or(&text);
         let mut line = format!("{msg} (HTTP {})", status.as_u16());
         if let Some(gates) = v.get("gates").and_then(Value::as_array) {

@@ -161,7 +161,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Render(args) => render::run(args, cli.output),
         command => {
             let token = cli.token.or_else(default_token);
-            let client = Client::new(&cli.server, token);
+            let client = Client::new(&cli.server, token).print_errors(cli.output != Format::Table);
             match command {
                 Command::Changeworkflow(cmd) => changeorders::run_workflow(&client, cli.output, cmd).await,
                 Command::Attestation(cmd) => attestations::run(&client, cli.output, cmd).await,

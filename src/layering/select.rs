@@ -7,7 +7,8 @@
 //! `schema` and sit in a strictly higher layer, else `InvalidDocumentParent` (even when another
 //! match is fine), and two matches in any one layer are `IndeterminateDocumentParent`, even a
 //! layer farther away than the chosen parent. Documents are indexed by label pair, so selection
-//! looks only at documents carrying the rarest pair of the selector.
+//! looks only at documents carrying the rarest pair of the selector, once per distinct
+//! selector.
 
 use super::document::DocView;
 use super::error::{LayeringError, ParentReason};
@@ -64,7 +65,7 @@ pub(crate) fn check_layers<'a>(
 }
 
 /// Hashable form of one label pair.
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum LabelValue<'a> {
     Str(&'a str),
     Other(String),
@@ -95,6 +96,7 @@ pub(crate) fn parents(
             by_label.entry((k.as_str(), label_value(val))).or_default().push(i);
         }
     }
+    let mut satisfying: HashMap<Vec<(&str, LabelValue<'_>)>, Vec<usize>> = HashMap::new();
     let mut parents = vec![None; views.len()];
     let mut indeterminate = None;
     for (c, child) in views.iter().enumerate() {
@@ -102,15 +104,22 @@ pub(crate) fn parents(
         if canonical[c] != c {
             continue;
         }
-        // The rarest selector pair bounds the candidates; no posting at all means no parent.
-        let postings: Option<Vec<&Vec<usize>>> =
-            selector.iter().map(|(k, v)| by_label.get(&(k.as_str(), label_value(v)))).collect();
-        let Some(rarest) = postings.and_then(|p| p.into_iter().min_by_key(|l| l.len())) else { continue };
+        // Documents satisfying a selector are computed once per distinct selector (siblings
+        // usually share one), scanning only the rarest pair's posting list.
+        let mut pairs: Vec<(&str, LabelValue<'_>)> =
+            selector.iter().map(|(k, v)| (k.as_str(), label_value(v))).collect();
+        pairs.sort();
+        let candidates = satisfying.entry(pairs).or_insert_with_key(|pairs| {
+            let postings: Option<Vec<&Vec<usize>>> =
+                pairs.iter().map(|(k, v)| by_label.get(&(*k, v.clone()))).collect();
+            let rarest = postings.and_then(|p| p.into_iter().min_by_key(|l| l.len()));
+            rarest.into_iter().flatten().copied().filter(|&p| views[p].labels_satisfy(selector)).collect()
+        });
         let mut per_rank: Vec<(usize, usize, usize)> = vec![]; // (rank, count, first candidate)
-        for &p in rarest {
+        for &p in candidates.iter() {
             let same_doc = p == c || (canonical[p] == c && docs[p] == docs[c]);
             let cand = &views[p];
-            if same_doc || !cand.labels_satisfy(selector) {
+            if same_doc {
                 continue;
             }
             let reason = if cand.schema != child.schema {

@@ -331,3 +331,48 @@ async fn bad_workflows_are_refused_naming_stage_and_field() {
     );
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_lists_every_failing_gate_in_the_table_and_in_json() {
+    let app = spawn_app("sqlite").await;
+    fleet(&app).await;
+    let file = app.dir.path().join("rollout.yaml");
+    std::fs::write(&file, changeflow::gates::EXAMPLE_WORKFLOW).unwrap();
+    app.ok("PATCH", "/v1/spaces/base/units/web", Some(json!({"Data": WEB.replace("web:1.0", "web:2.0")})))
+        .await;
+    let (url, token) = (app.url.clone(), app.token.clone());
+    let run = move |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_changeflow"))
+            .args(args)
+            .env("CHANGEFLOW_SERVER", &url)
+            .env("CHANGEFLOW_TOKEN", &token)
+            .output()
+            .unwrap()
+    };
+    let f = file.to_str().unwrap().to_string();
+    let (table, json_out) = tokio::task::spawn_blocking(move || {
+        let ok =
+            |o: std::process::Output| assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ok(run(&["changeworkflow", "create", "rollout", "--space", "ops", "--file", &f]));
+        ok(run(&["changeorder", "create", "bump", "--space", "base", "--change-workflow", "ops/rollout"]));
+        ok(run(&["variant", "promote", "--change-order", "base/bump"]));
+        let table = run(&["variant", "promote", "--change-order", "base/bump"]);
+        let json_out = run(&["variant", "promote", "--change-order", "base/bump", "-o", "json"]);
+        (table, json_out)
+    })
+    .await
+    .unwrap();
+    assert!(!table.status.success());
+    let err = String::from_utf8_lossy(&table.stderr);
+    assert!(err.contains("failing gates") && err.contains("Released") && err.contains("dev"), "{err}");
+    assert!(!json_out.status.success());
+    let body: Value = serde_json::from_slice(&json_out.stdout).expect("a JSON refusal on stdout");
+    let failing: Vec<&Value> =
+        body["gates"].as_array().unwrap().iter().filter(|g| g["Satisfied"] == false).collect();
+    assert_eq!(failing.len(), 1);
+    assert_eq!(
+        (failing[0]["Prerequisite"].as_str(), failing[0]["SpaceSlug"].as_str()),
+        (Some("Released"), Some("dev"))
+    );
+    app.stop().await;
+}
