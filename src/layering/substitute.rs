@@ -5,6 +5,8 @@
 //! yields its whole data, as in Deckhand) and `write` puts it at each destination: plainly,
 //! into every regex match of a destination string, or (with `recurse`) into every string below
 //! the destination that contains the pattern text literally, down to `depth` container levels.
+//! A pattern needs an existing destination (Deckhand silently creates `{}` there in recursive
+//! mode; here it is an `UnknownSubstitutionError` either way).
 //!
 //! Values always copy (no sharing between source and destination, i.e. Deckhand's
 //! `deepcopy: true`). Writing a non-string into a pattern uses Python's `str()` text

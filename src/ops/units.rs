@@ -99,7 +99,7 @@ async fn deckhand_errors(tx: &mut Tx, unit: &Unit, data: &str) -> Result<Vec<Val
         Source: "layering".into(),
         Resource: e.document().map(|d| d.to_string()).unwrap_or_default(),
         Path: e.path().unwrap_or_default().to_string(),
-        Message: format!("{}: {e}", e.class()),
+        Message: e.to_string(),
     }])
 }
 
