@@ -9,11 +9,13 @@ use crate::store::{MarkKind, Tx};
 use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
-/// Spaces (of `scope`) whose every Unit carrying `tag` has had that revision (or a later one)
-/// released.
-async fn released(tx: &mut Tx, tag: Uuid, candidates: &HashSet<Uuid>) -> Result<HashSet<Uuid>> {
-    let unreleased = tx.unreleased(tag).await?;
-    Ok(candidates.iter().copied().filter(|s| unreleased.get(s).copied().unwrap_or(0) == 0).collect())
+/// The Spaces a Tag reached, and those of them where every revision it marks has been
+/// released (that revision or a later one of the same Unit).
+async fn reached_released(tx: &mut Tx, tag: Uuid) -> Result<(HashSet<Uuid>, HashSet<Uuid>)> {
+    let counts = tx.reach_and_release(tag).await?;
+    let reached = counts.keys().copied().collect();
+    let released = counts.iter().filter(|(_, (_, unreleased))| *unreleased == 0).map(|(s, _)| *s).collect();
+    Ok((reached, released))
 }
 
 /// For Invoke ChangeOrders: per in-scope Space, the Units the selection covers, asked now.
@@ -66,12 +68,12 @@ pub(crate) async fn covered_units(tx: &mut Tx, co: &ChangeOrder) -> Result<HashM
 pub async fn view_change_order(tx: &mut Tx, co: ChangeOrder) -> Result<ChangeOrderView> {
     let scope: HashSet<Uuid> = co.InScopeSpaceIDs.iter().copied().collect();
     let mut resolved: HashSet<Uuid> = HashSet::from([co.SpaceID]);
-    let reached = tx.marked_spaces(MarkKind::Tag, co.EndTagID).await?;
+    let (reached, fully_released) = reached_released(tx, co.EndTagID).await?;
     match super::changeorders::co_link_type(co.UpdateType) {
         Some(t) => {
             let pending = tx.pending_links(co.EndTagID, t).await?;
             resolved.extend(
-                scope.iter().filter(|s| reached.contains_key(s) && pending.get(s).copied().unwrap_or(0) == 0),
+                scope.iter().filter(|s| reached.contains(s) && pending.get(s).copied().unwrap_or(0) == 0),
             );
         }
         None => {
@@ -81,18 +83,14 @@ pub async fn view_change_order(tx: &mut Tx, co: ChangeOrder) -> Result<ChangeOrd
                 tx.marked(MarkKind::Tag, co.EndTagID).await?.into_iter().map(|m| m.unit).collect();
             resolved.extend(scope.iter().filter(|s| {
                 let units = covered.get(s).map(Vec::as_slice).unwrap_or(&[]);
-                reached.contains_key(s) && units.iter().all(|u| taken.contains(&u.UnitID))
+                reached.contains(s) && units.iter().all(|u| taken.contains(&u.UnitID))
             }));
         }
     }
     let took: HashSet<Uuid> = resolved.iter().copied().filter(|s| *s != co.SpaceID).collect();
-    let released_set = released(tx, co.EndTagID, &took).await?;
+    let released_set: HashSet<Uuid> = took.intersection(&fully_released).copied().collect();
     let (restored, released_restored) = match co.RestoreTagID {
-        Some(tag) => {
-            let r: HashSet<Uuid> = tx.marked_spaces(MarkKind::Tag, tag).await?.into_keys().collect();
-            let rr = released(tx, tag, &r).await?;
-            (r, rr)
-        }
+        Some(tag) => reached_released(tx, tag).await?,
         None => (HashSet::new(), HashSet::new()),
     };
     let sets = DerivedSets { resolved, released: released_set, restored, released_restored };

@@ -463,33 +463,25 @@ impl Tx {
         count_by_space(&rows)
     }
 
-    /// Per Space: how many revisions carry a mark. One query.
-    pub async fn marked_spaces(&mut self, kind: MarkKind, mark: Uuid) -> Result<HashMap<Uuid, i64>> {
+    /// Per Space a Tag reached: how many revisions it marks there, and how many of those no
+    /// Release has bundled (nor a later revision of the same Unit). One query.
+    pub async fn reach_and_release(&mut self, tag: Uuid) -> Result<HashMap<Uuid, (i64, i64)>> {
         let rows = sqlx::query(
-            "SELECT space_id, COUNT(*) FROM revision_marks WHERE kind = $1 AND mark_id = $2 GROUP BY space_id",
-        )
-        .bind(kind.column())
-        .bind(mark.to_string())
-        .fetch_all(self.conn())
-        .await?;
-        count_by_space(&rows)
-    }
-
-    /// Per Space: Units carrying `tag` whose tagged revision no Release has bundled (nor a later
-    /// revision of the same Unit). One query.
-    pub async fn unreleased(&mut self, tag: Uuid) -> Result<HashMap<Uuid, i64>> {
-        let rows = sqlx::query(
-            "SELECT m.space_id, COUNT(*) FROM revision_marks m
+            "SELECT m.space_id, COUNT(*),
+                    SUM(CASE WHEN EXISTS (SELECT 1 FROM revision_marks r
+                                          WHERE r.unit_id = m.unit_id AND r.kind = 'Release'
+                                            AND r.revision_num >= m.revision_num)
+                        THEN 0 ELSE 1 END)
+             FROM revision_marks m
              WHERE m.kind = 'Tag' AND m.mark_id = $1
-               AND NOT EXISTS (SELECT 1 FROM revision_marks r
-                               WHERE r.unit_id = m.unit_id AND r.kind = 'Release'
-                                 AND r.revision_num >= m.revision_num)
              GROUP BY m.space_id",
         )
         .bind(tag.to_string())
         .fetch_all(self.conn())
         .await?;
-        count_by_space(&rows)
+        rows.iter()
+            .map(|r| Ok((parse_uuid(&r.get::<String, _>(0))?, (r.get::<i64, _>(1), r.get::<i64, _>(2)))))
+            .collect()
     }
 
     /// Space-level edges of the Link graph: (downstream Space, upstream Space). One query.

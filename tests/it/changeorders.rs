@@ -505,6 +505,6 @@ async fn reading_a_change_order_takes_a_bounded_number_of_queries() {
         let used = tx.query_count() - before;
         assert_eq!(view.ResolvedSpaceIDs.len(), taken + 1, "the base and the Spaces that took it");
         assert_eq!(view.State, ChangeOrderState::InProgress);
-        assert!(used <= 6, "{spaces} spaces: {used} queries");
+        assert!(used <= 3, "{spaces} spaces: {used} queries");
     }
 }
