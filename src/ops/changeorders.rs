@@ -391,14 +391,7 @@ pub async fn list_change_orders(
 ) -> Result<Vec<ChangeOrderView>> {
     let filter = parse_where("ChangeOrder", where_)?;
     let mut tx = store.read().await?;
-    let scope = match space {
-        Some(s) if s != "*" => {
-            let sp = resolve::space(&mut tx, s).await?;
-            actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::View)?;
-            Some(sp.SpaceID)
-        }
-        _ => None,
-    };
+    let scope = resolve::list_scope(&mut tx, actor, space).await?;
     let mut out = vec![];
     for co in tx.list::<ChangeOrder>(scope).await? {
         if !actor.can_view(co.SpaceID) {

@@ -28,6 +28,22 @@ pub(crate) async fn in_space<E: Entity>(tx: &mut Tx, space: &Space, key: &str) -
     found.ok_or_else(|| OpError::NotFound { kind: E::KIND, key: format!("{}/{key}", space.Slug) })
 }
 
+/// The container a list covers: one Space the actor may view, or every Space (`None`, `*`).
+pub(crate) async fn list_scope(
+    tx: &mut Tx,
+    actor: &super::Actor,
+    space: Option<&str>,
+) -> Result<Option<Uuid>> {
+    match space {
+        Some(s) if s != "*" => {
+            let sp = self::space(tx, s).await?;
+            actor.require(sp.SpaceID, sp.Slug.as_str(), crate::model::Permission::View)?;
+            Ok(Some(sp.SpaceID))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// An entity named `space/slug` (or by UUID, or by slug in `default_space`).
 pub(crate) async fn qualified<E: Entity>(
     tx: &mut Tx,

@@ -20,14 +20,7 @@ pub async fn list_in_space<E: Entity>(
 ) -> Result<Vec<E>> {
     let filter = parse_where(E::KIND, where_)?;
     let mut tx = store.read().await?;
-    let scope = match space {
-        Some(s) if s != "*" => {
-            let sp = resolve::space(&mut tx, s).await?;
-            actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::View)?;
-            Some(sp.SpaceID)
-        }
-        _ => None,
-    };
+    let scope = resolve::list_scope(&mut tx, actor, space).await?;
     Ok(tx
         .list::<E>(scope)
         .await?

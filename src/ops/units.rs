@@ -280,14 +280,7 @@ pub async fn list_units(
 ) -> Result<Vec<Unit>> {
     let filter = parse_where("Unit", where_)?;
     let mut tx = store.read().await?;
-    let scope = match space {
-        Some(s) if s != "*" => {
-            let sp = resolve::space(&mut tx, s).await?;
-            actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::View)?;
-            Some(sp.SpaceID)
-        }
-        _ => None,
-    };
+    let scope = resolve::list_scope(&mut tx, actor, space).await?;
     let units: Vec<Unit> =
         tx.list::<Unit>(scope).await?.into_iter().filter(|u| actor.can_view(u.SpaceID)).collect();
     let Some(filter) = filter else {
