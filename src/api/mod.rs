@@ -9,6 +9,7 @@ mod changeorders;
 mod error;
 mod releases;
 mod routes;
+mod webhooks;
 mod workflows;
 
 pub use error::ApiError;

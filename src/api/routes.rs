@@ -69,6 +69,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(super::changeorders::routes())
         .merge(super::attestations::routes())
         .merge(super::workflows::routes())
+        .merge(super::webhooks::routes())
         .fallback(|| async {
             ApiError {
                 status: StatusCode::NOT_FOUND,

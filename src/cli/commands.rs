@@ -609,7 +609,8 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
         | Command::Livestatus(_)
         | Command::Changeorder(_)
         | Command::Attestation(_)
-        | Command::Changeworkflow(_) => {
+        | Command::Changeworkflow(_)
+        | Command::Webhook(_) => {
             unreachable!("handled by the caller")
         }
     };

@@ -10,6 +10,7 @@ mod demo;
 mod output;
 mod releases;
 mod render;
+mod webhooks;
 
 pub use client::Client;
 pub use output::Format;
@@ -92,6 +93,9 @@ pub enum Command {
     /// API tokens.
     #[command(subcommand)]
     Token(commands::TokenCmd),
+    /// Webhooks: signed endpoints that promote or attest a ChangeOrder.
+    #[command(subcommand)]
+    Webhook(webhooks::WebhookCmd),
     /// Releases: numbered bundles of a Space's Units delivered to its release Target.
     #[command(subcommand)]
     Release(releases::ReleaseCmd),
@@ -166,6 +170,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Changeworkflow(cmd) => changeorders::run_workflow(&client, cli.output, cmd).await,
                 Command::Attestation(cmd) => attestations::run(&client, cli.output, cmd).await,
                 Command::Changeorder(cmd) => changeorders::run(&client, cli.output, cmd).await,
+                Command::Webhook(cmd) => webhooks::run(&client, cli.output, cmd).await,
                 Command::Release(cmd) => releases::run_release(&client, cli.output, cmd).await,
                 Command::Livestatus(cmd) => releases::run_livestatus(&client, cli.output, cmd).await,
                 command => commands::run(&client, cli.output, command).await,

@@ -10,6 +10,7 @@ mod data;
 mod entities;
 mod names;
 mod release;
+mod webhook;
 
 pub use attestation::*;
 pub use changeorder::*;
@@ -17,6 +18,7 @@ pub use data::{DataError, data_hash, parse_stream, render_stream};
 pub use entities::*;
 pub use names::{Labels, Slug, validate_labels};
 pub use release::*;
+pub use webhook::*;
 
 use thiserror::Error;
 

@@ -19,6 +19,7 @@ mod units;
 mod upgrade;
 mod users;
 mod variants;
+mod webhooks;
 mod workflows;
 
 pub use attestations::*;
@@ -34,6 +35,7 @@ pub use units::*;
 pub use upgrade::*;
 pub use users::*;
 pub use variants::*;
+pub use webhooks::*;
 pub use workflows::*;
 
 use crate::model::{Permission, User};

@@ -267,6 +267,13 @@ pub static CHANGE_WORKFLOW: Entity = Entity {
     ],
 };
 
+/// Webhook allow-list.
+pub static WEBHOOK: Entity = Entity {
+    name: "Webhook",
+    self_qualifier: false,
+    attrs: attrs![WebhookID: T::Uuid, SpaceID: T::Uuid, Slug: T::String, DisplayName: T::String, OwnerID: T::Uuid],
+};
+
 /// Filter allow-list.
 pub static FILTER: Entity = Entity {
     name: "Filter",

@@ -69,6 +69,19 @@ const MIGRATIONS: &[(i64, &[&str])] = &[
             "CREATE INDEX revision_marks_by_unit_kind ON revision_marks (unit_id, kind, revision_num)",
         ],
     ),
+    (
+        4,
+        &[
+            // Webhook secrets live apart from the entity, which the API returns.
+            "CREATE TABLE webhook_secrets (webhook_id TEXT NOT NULL PRIMARY KEY, secret TEXT NOT NULL)",
+            // Each delivery ID is accepted once.
+            "CREATE TABLE webhook_deliveries (
+            webhook_id TEXT NOT NULL,
+            delivery_id TEXT NOT NULL,
+            received_at TEXT NOT NULL,
+            PRIMARY KEY (webhook_id, delivery_id))",
+        ],
+    ),
 ];
 
 pub(super) async fn run(store: &Store) -> Result<()> {

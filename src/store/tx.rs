@@ -234,6 +234,14 @@ impl Tx {
             .bind(E::KIND)
             .execute(self.conn())
             .await?;
+        if E::KIND == "Webhook" {
+            for sql in [
+                "DELETE FROM webhook_secrets WHERE webhook_id = $1",
+                "DELETE FROM webhook_deliveries WHERE webhook_id = $1",
+            ] {
+                sqlx::query(sql).bind(id.to_string()).execute(self.conn()).await?;
+            }
+        }
         if E::KIND == "Link" {
             sqlx::query("DELETE FROM link_edges WHERE link_id = $1")
                 .bind(id.to_string())
@@ -494,6 +502,39 @@ impl Tx {
         rows.iter()
             .map(|r| Ok((parse_uuid(&r.get::<String, _>(0))?, parse_uuid(&r.get::<String, _>(1))?)))
             .collect()
+    }
+
+    /// Stores a webhook's secret.
+    pub async fn put_webhook_secret(&mut self, webhook: Uuid, secret: &str) -> Result<()> {
+        sqlx::query("INSERT INTO webhook_secrets (webhook_id, secret) VALUES ($1, $2)")
+            .bind(webhook.to_string())
+            .bind(secret)
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// A webhook's secret.
+    pub async fn webhook_secret(&mut self, webhook: Uuid) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT secret FROM webhook_secrets WHERE webhook_id = $1")
+            .bind(webhook.to_string())
+            .fetch_optional(self.conn())
+            .await?;
+        Ok(row.map(|r| r.get::<String, _>(0)))
+    }
+
+    /// Records a delivery ID; `false` when it was seen before (a replay).
+    pub async fn accept_delivery(&mut self, webhook: Uuid, delivery: &str) -> Result<bool> {
+        let r = sqlx::query(
+            "INSERT INTO webhook_deliveries (webhook_id, delivery_id, received_at) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(webhook.to_string())
+        .bind(delivery)
+        .bind(chrono::Utc::now().to_rfc3339())
+        .execute(self.conn())
+        .await?;
+        Ok(r.rows_affected() == 1)
     }
 
     /// Records a token (by its hash) for a user.

@@ -10,4 +10,5 @@ mod helpers;
 mod layering;
 mod releases;
 mod store;
+mod webhooks;
 mod workflows;

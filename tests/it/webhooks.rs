@@ -1,0 +1,106 @@
+//! Webhook deliveries: only signed, recent, new deliveries act; anything else is 401 and
+//! changes nothing.
+
+use crate::api::WEB;
+use crate::helpers::{App, spawn_app};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+fn sign(secret: &str, parts: &[&[u8]]) -> String {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+    for p in parts {
+        mac.update(p);
+    }
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+async fn post(app: &App, url: &str, headers: &[(&str, String)], body: &str) -> (u16, Value) {
+    let mut req = app.http.post(format!("{}{url}", app.url)).body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn dev_revisions(app: &App) -> usize {
+    app.ok("GET", "/v1/spaces/dev/units/web/revisions", None).await.as_array().unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_signed_recent_new_deliveries_act() {
+    let app = spawn_app("sqlite").await;
+    app.ok("POST", "/v1/spaces", Some(json!({"Slug": "base"}))).await;
+    app.ok("POST", "/v1/spaces/base/units", Some(json!({"Slug": "web", "Data": WEB}))).await;
+    app.ok("POST", "/v1/spaces/base/variants", Some(json!({"Slug": "dev"}))).await;
+    app.ok("PATCH", "/v1/spaces/base/units/web", Some(json!({"Data": WEB.replace("1.0", "2.0")}))).await;
+    app.ok("POST", "/v1/spaces/base/changeorders", Some(json!({"Slug": "bump"}))).await;
+    let hook = app
+        .ok(
+            "POST",
+            "/v1/spaces/base/webhooks",
+            Some(json!({"Slug": "ci", "Action": "promote", "ChangeOrder": "base/bump"})),
+        )
+        .await;
+    let (url, secret) =
+        (hook["URL"].as_str().unwrap().to_string(), hook["Secret"].as_str().unwrap().to_string());
+    assert!(secret.starts_with("whsec_"));
+    let listed = app.ok("GET", "/v1/spaces/base/webhooks", None).await;
+    assert!(listed[0].get("Secret").is_none(), "the secret is shown once");
+    let body = r#"{"build": 42}"#;
+    let now = chrono::Utc::now().timestamp();
+    let headers = |ts: i64, id: &str, sig: String| {
+        vec![
+            ("X-Changeflow-Timestamp", ts.to_string()),
+            ("X-Changeflow-Delivery", id.to_string()),
+            ("X-Changeflow-Signature", sig),
+        ]
+    };
+    let good = |ts: i64| sign(&secret, &[ts.to_string().as_bytes(), b".", body.as_bytes()]);
+    // refused: wrong secret, tampered body, old timestamp, unsigned
+    let (s, b) = post(
+        &app,
+        &url,
+        &headers(now, "d1", sign("wrong", &[now.to_string().as_bytes(), b".", body.as_bytes()])),
+        body,
+    )
+    .await;
+    assert_eq!(s, 401, "{b}");
+    let (s, _) = post(&app, &url, &headers(now, "d2", good(now)), r#"{"build": 43}"#).await;
+    assert_eq!(s, 401);
+    let old = now - 600;
+    let (s, b) = post(&app, &url, &headers(old, "d3", good(old)), body).await;
+    assert_eq!(s, 401);
+    assert!(b["error"].as_str().unwrap().contains("five minutes"), "{b}");
+    let (s, _) = post(&app, &url, &[("X-Changeflow-Delivery", "d4".to_string())], body).await;
+    assert_eq!(s, 401);
+    assert_eq!(dev_revisions(&app).await, 1, "nothing was promoted");
+    // accepted once
+    let (s, b) = post(&app, &url, &headers(now, "d5", good(now)), body).await;
+    assert_eq!(s, 202, "{b}");
+    assert_eq!(b["Result"]["Complete"], true);
+    assert_eq!(dev_revisions(&app).await, 2);
+    let (s, b) = post(&app, &url, &headers(now, "d5", good(now)), body).await;
+    assert_eq!(s, 401, "a replayed delivery ID is refused: {b}");
+    // GitHub's signature over the body is accepted too (here: an attestation by the owner)
+    let gh = app
+        .ok(
+            "POST",
+            "/v1/spaces/base/webhooks",
+            Some(json!({"Slug": "gh", "Action": "attest", "ChangeOrder": "base/bump", "Type": "ci-passed", "AttestSpace": "dev"})),
+        )
+        .await;
+    let gh_secret = gh["Secret"].as_str().unwrap();
+    let gh_headers = vec![
+        ("X-GitHub-Delivery", "gh-1".to_string()),
+        ("X-Hub-Signature-256", sign(gh_secret, &[body.as_bytes()])),
+    ];
+    let (s, b) = post(&app, gh["URL"].as_str().unwrap(), &gh_headers, body).await;
+    assert_eq!(s, 202, "{b}");
+    assert_eq!(b["Result"]["Type"], "ci-passed");
+    let (s, _) = post(&app, "/v1/webhooks/not-a-uuid", &gh_headers, body).await;
+    assert_eq!(s, 401);
+    app.stop().await;
+}
