@@ -44,7 +44,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the API server (embedded SQLite store by default).
     Serve(ServeArgs),
-    /// Start a throw-away server and walk a change from a base Space into three variants.
+    /// Start a throw-away server and walk a ChangeOrder dev → staging → prod behind its gates.
     Demo,
     /// Render Deckhand-style layered documents from a local file (no server needed).
     Render(render::RenderArgs),
