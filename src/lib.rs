@@ -16,6 +16,8 @@
 //!   attestation requirements, and evaluating entry, release and Final gates into verdicts.
 //! - `release`: release bundles, `--revision` specs and digests (pure), and the Target
 //!   providers that deliver a bundle (`Directory`, `Webhook`).
+//! - `jobs`: background work: the queue port (`jobs::queue`, apalis on Redis or SQLite) that
+//!   carries task IDs to workers.
 //! - `store`: the system of record, one port with SQLite and PostgreSQL adapters.
 //! - `ops`: the use cases: read from the store, call the pure core, write in one transaction,
 //!   with permission checks. Every entry point (API, demo, later jobs) goes through here.
@@ -30,6 +32,7 @@ pub mod changeorder;
 pub mod cli;
 pub mod gates;
 pub mod invoke;
+pub mod jobs;
 pub mod layering;
 pub mod merge;
 pub mod model;
