@@ -42,3 +42,4 @@ pub mod release;
 pub mod server;
 pub mod settings;
 pub mod store;
+pub mod telemetry;

@@ -2,6 +2,8 @@
 //! the server through [`start`].
 
 use crate::api::{AppState, router};
+use crate::jobs::queue::{ShutdownTrigger, shutdown_pair};
+use crate::jobs::{JobSettings, Jobs};
 use crate::ops;
 use crate::store::Store;
 use anyhow::Context;
@@ -21,6 +23,29 @@ pub struct ServeOptions {
     pub db: Option<String>,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
+    /// Queue URL; default `sqlite://DATA_DIR/queue.db`.
+    pub queue: Option<String>,
+    /// The queue's name (a Redis key prefix): installs sharing a Redis use different names.
+    pub queue_name: String,
+    /// Run workers in this process (`serve --no-worker` turns them off).
+    pub worker: bool,
+    pub jobs: JobSettings,
+}
+
+impl ServeOptions {
+    /// The embedded default in `data_dir`, listening on a free port.
+    pub fn embedded(data_dir: PathBuf) -> ServeOptions {
+        ServeOptions {
+            data_dir,
+            listen: "127.0.0.1:0".into(),
+            db: None,
+            max_body_bytes: crate::api::MAX_BODY_BYTES,
+            queue: None,
+            queue_name: "changeflow".into(),
+            worker: true,
+            jobs: JobSettings::default(),
+        }
+    }
 }
 
 /// A running server.
@@ -29,8 +54,10 @@ pub struct Server {
     /// The bootstrap admin token when this start created it (first start on an empty store).
     pub new_admin_token: Option<String>,
     pub store: Store,
+    pub jobs: Jobs,
     shutdown: oneshot::Sender<()>,
     handle: JoinHandle<std::io::Result<()>>,
+    background: (ShutdownTrigger, Vec<JoinHandle<()>>),
 }
 
 impl Server {
@@ -43,6 +70,11 @@ impl Server {
     pub async fn stop(self) -> anyhow::Result<()> {
         let _ = self.shutdown.send(());
         self.handle.await??;
+        let (trigger, tasks) = self.background;
+        trigger.trigger();
+        for t in tasks {
+            let _ = t.await;
+        }
         self.store.close().await;
         Ok(())
     }
@@ -82,11 +114,25 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Server> {
     if let Some(t) = &new_admin_token {
         write_token(&opts.data_dir.join("admin.token"), t)?;
     }
+    crate::telemetry::prometheus();
+    let queue_url = opts
+        .queue
+        .clone()
+        .unwrap_or_else(|| format!("sqlite://{}", opts.data_dir.join("queue.db").display()));
+    let queue = crate::jobs::queue::open(&queue_url, &opts.queue_name)
+        .await
+        .with_context(|| format!("opening queue {queue_url}"))?;
+    let jobs = Jobs::new(store.clone(), queue, opts.jobs.clone());
+    let (trigger, stop) = shutdown_pair();
+    let mut background = vec![jobs.spawn_reconciler(stop.clone()), jobs.spawn_scheduler(stop.clone())];
+    if opts.worker {
+        background.push(jobs.spawn_workers(stop));
+    }
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .with_context(|| format!("listening on {}", opts.listen))?;
     let addr = listener.local_addr()?;
-    let app = router(AppState { store: store.clone() }, opts.max_body_bytes);
+    let app = router(AppState { store: store.clone(), jobs: jobs.clone() }, opts.max_body_bytes);
     let (tx, rx) = oneshot::channel::<()>();
     let handle = tokio::spawn(async move {
         axum::serve(listener, app)
@@ -95,5 +141,5 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Server> {
             })
             .await
     });
-    Ok(Server { addr, new_admin_token, store, shutdown: tx, handle })
+    Ok(Server { addr, new_admin_token, store, jobs, shutdown: tx, handle, background: (trigger, background) })
 }

@@ -28,6 +28,67 @@ pub struct RestartSettings {
     /// Store URL; empty: `sqlite://<data_dir>/changeflow.db`.
     #[serde(default)]
     pub db: String,
+    /// Queue URL; empty: `sqlite://<data_dir>/queue.db`.
+    #[serde(default)]
+    pub queue: String,
+}
+
+/// How workers run promotion jobs (live-safe).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobsSettings {
+    /// Jobs handled at once by one process.
+    pub concurrency: usize,
+    /// Spaces started per second by one process (0: no cap), and per release Target.
+    pub global_rate: f64,
+    pub per_target_rate: f64,
+    /// Seconds a worker holds a task without renewing its lease.
+    pub lease_seconds: u64,
+    /// Seconds between reconciler passes.
+    pub reconcile_seconds: u64,
+    /// Seconds past due before a queued task is considered lost by the queue.
+    pub requeue_grace_seconds: u64,
+    /// Retry backoff for blocked and transiently failing tasks.
+    pub backoff_base_seconds: u64,
+    pub backoff_cap_seconds: u64,
+    /// Transient failures of one task before it is Failed.
+    pub max_attempts: u32,
+}
+
+impl Default for JobsSettings {
+    fn default() -> Self {
+        let d = crate::jobs::JobSettings::default();
+        JobsSettings {
+            concurrency: d.concurrency,
+            global_rate: d.global_rate,
+            per_target_rate: d.per_target_rate,
+            lease_seconds: d.lease.as_secs(),
+            reconcile_seconds: d.reconcile_every.as_secs(),
+            requeue_grace_seconds: d.requeue_grace.as_secs(),
+            backoff_base_seconds: d.backoff_base.as_secs(),
+            backoff_cap_seconds: d.backoff_cap.as_secs(),
+            max_attempts: d.max_attempts,
+        }
+    }
+}
+
+impl JobsSettings {
+    /// The runtime's settings.
+    pub fn to_runtime(&self) -> crate::jobs::JobSettings {
+        use std::time::Duration;
+        crate::jobs::JobSettings {
+            concurrency: self.concurrency.max(1),
+            global_rate: self.global_rate,
+            per_target_rate: self.per_target_rate,
+            lease: Duration::from_secs(self.lease_seconds.max(1)),
+            reconcile_every: Duration::from_secs(self.reconcile_seconds.max(1)),
+            requeue_grace: Duration::from_secs(self.requeue_grace_seconds),
+            backoff_base: Duration::from_secs(self.backoff_base_seconds.max(1)),
+            backoff_cap: Duration::from_secs(self.backoff_cap_seconds.max(1)),
+            max_attempts: self.max_attempts.max(1),
+            ..crate::jobs::JobSettings::default()
+        }
+    }
 }
 
 /// Settings safe to change while running.
@@ -36,6 +97,8 @@ pub struct RestartSettings {
 pub struct LiveSettings {
     pub log_level: String,
     pub max_body_bytes: usize,
+    #[serde(default)]
+    pub jobs: JobsSettings,
 }
 
 /// All settings.
@@ -64,6 +127,7 @@ pub struct Overrides {
     pub listen: Option<String>,
     pub data_dir: Option<PathBuf>,
     pub db: Option<String>,
+    pub queue: Option<String>,
     pub log_level: Option<String>,
 }
 
@@ -113,6 +177,9 @@ pub fn load(site_file: Option<&Path>, overrides: Overrides) -> Result<Settings, 
     }
     if let Some(v) = overrides.db {
         s.restart.db = v;
+    }
+    if let Some(v) = overrides.queue {
+        s.restart.queue = v;
     }
     if let Some(v) = overrides.log_level {
         s.live.log_level = v;

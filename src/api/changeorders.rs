@@ -59,7 +59,13 @@ async fn update(
     Path((space, co)): Path<(String, String)>,
     Body(req): Body<ops::UpdateChangeOrder>,
 ) -> ApiResult {
-    Ok(Json(ops::update_change_order(&s.store, &a, &space, &co, req).await?).into_response())
+    let out = ops::update_change_order(&s.store, &a, &space, &co, req).await?;
+    // An abort stops queued tasks now rather than at their next delivery.
+    let jobs = s.jobs.clone();
+    tokio::spawn(async move {
+        let _ = jobs.reconcile().await;
+    });
+    Ok(Json(out).into_response())
 }
 
 async fn delete(

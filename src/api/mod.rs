@@ -7,6 +7,7 @@ mod auth;
 mod body;
 mod changeorders;
 mod error;
+mod promotions;
 mod releases;
 mod routes;
 mod webhooks;
@@ -35,4 +36,5 @@ pub(crate) struct ListQuery {
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
+    pub jobs: crate::jobs::Jobs,
 }

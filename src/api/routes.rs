@@ -70,6 +70,7 @@ pub fn router(state: AppState, max_body_bytes: usize) -> Router {
         .merge(super::attestations::routes())
         .merge(super::workflows::routes())
         .merge(super::webhooks::routes())
+        .merge(super::promotions::routes())
         .fallback(|| async {
             ApiError {
                 status: StatusCode::NOT_FOUND,

@@ -175,8 +175,11 @@ pub enum VariantCmd {
         annotations: Vec<(String, String)>,
     },
     /// Without --change-order: bring a variant up to its upstream (upgrade Units behind it,
-    /// clone the ones it lacks). With it: promote that change into the Space (or, with no Space,
-    /// into every Space in scope that lacks it, hop by hop).
+    /// clone the ones it lacks). With it: queue a Promotion of that change into the Space (or,
+    /// with no Space, into every Space of each Stage up to --target-stage, wave by wave; without
+    /// a workflow, hop by hop) and print its ID; --wait follows it with progress bars. Closed
+    /// entry gates hold the Stage's Spaces (re-checked on every retry) until they open.
+    /// --dry-run shows the plan and every gate at once, writing nothing.
     Promote {
         space: Option<String>,
         #[arg(long, requires = "space")]
@@ -200,6 +203,11 @@ pub enum VariantCmd {
         /// Why a forced promotion is needed.
         #[arg(long, requires = "force")]
         reason: Option<String>,
+        /// Follow the Promotion until it ends: a progress bar per Stage, then the Spaces table.
+        #[arg(long, requires = "change_order")]
+        wait: bool,
+        #[command(flatten)]
+        rollout: super::promotions::RolloutArgs,
     },
     /// Undo an aborted ChangeOrder in one Space, in one step.
     Demote {
@@ -473,7 +481,14 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
                 target_stage,
                 force,
                 reason,
+                wait,
+                rollout,
             } => match (change_order, space) {
+                (Some(change_order), space) if !dry_run && expected_plan.is_none() => {
+                    let body = json!({"Space": space, "TargetStage": target_stage, "Force": force,
+                                      "Reason": reason});
+                    return super::promotions::request(c, out, &change_order, body, &rollout, wait).await;
+                }
                 (Some(change_order), space) => {
                     let args = super::changeorders::PromoteArgs {
                         space,
@@ -603,6 +618,10 @@ pub async fn run(c: &Client, out: Format, command: Command) -> Result<()> {
             return Ok(());
         }
         Command::Serve(_)
+        | Command::Worker(_)
+        | Command::Promotion(_)
+        | Command::Schedule(_)
+        | Command::Backfill(_)
         | Command::Demo
         | Command::Render(_)
         | Command::Release(_)

@@ -103,13 +103,11 @@ fn print_promotion(p: &Value) {
 /// Runs the demo end to end and prints where everything ended.
 pub async fn run() -> Result<()> {
     let dir = tempfile::tempdir()?;
-    let server = crate::server::start(crate::server::ServeOptions {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        db: None,
-        max_body_bytes: crate::api::MAX_BODY_BYTES,
-    })
-    .await?;
+    let mut opts = crate::server::ServeOptions::embedded(dir.path().to_path_buf());
+    // Blocked tasks re-check their gates every second or two while the story unfolds.
+    opts.jobs.backoff_base = std::time::Duration::from_secs(1);
+    opts.jobs.backoff_cap = std::time::Duration::from_secs(2);
+    let server = crate::server::start(opts).await?;
     let admin = server.new_admin_token.clone().expect("a new store bootstraps an admin");
     eprintln!("demo server on {} (store: {})", server.url(), dir.path().join("changeflow.db").display());
     let c = Client::new(&server.url(), Some(admin.clone()));

@@ -8,6 +8,7 @@ mod client;
 mod commands;
 mod demo;
 mod output;
+mod promotions;
 mod releases;
 mod render;
 mod webhooks;
@@ -44,6 +45,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the API server (embedded SQLite store by default).
     Serve(ServeArgs),
+    /// Run queue workers (and the reconciler and scheduler) against a shared store and queue.
+    Worker(WorkerArgs),
     /// Start a throw-away server and walk a ChangeOrder dev → staging → prod behind its gates.
     Demo,
     /// Render Deckhand-style layered documents from a local file (no server needed).
@@ -102,6 +105,15 @@ pub enum Command {
     /// Live status: what the GitOps operator reports about a Space's latest Release.
     #[command(subcommand)]
     Livestatus(releases::LivestatusCmd),
+    /// Promotions: queued rollouts of a ChangeOrder, a task per Space, wave by wave.
+    #[command(subcommand)]
+    Promotion(promotions::PromotionCmd),
+    /// Schedules: promote a ChangeOrder on a cron expression in a time zone.
+    #[command(subcommand)]
+    Schedule(promotions::ScheduleCmd),
+    /// Roll a ChangeOrder (or an Invocation over --where-space) out through the queue and follow
+    /// it; re-running the same command resumes it.
+    Backfill(promotions::BackfillArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -119,6 +131,42 @@ pub struct ServeArgs {
     /// Store URL: sqlite://PATH or postgres://…[?schema=NAME]. Default: DATA_DIR/changeflow.db.
     #[arg(long, env = "CHANGEFLOW_DB")]
     pub db: Option<String>,
+    /// Queue URL: sqlite://PATH or redis://HOST:PORT. Default: DATA_DIR/queue.db.
+    #[arg(long, env = "CHANGEFLOW_QUEUE")]
+    pub queue: Option<String>,
+    /// Queue name (the Redis key prefix); installs sharing one Redis need different names.
+    #[arg(long, env = "CHANGEFLOW_QUEUE_NAME", default_value = "changeflow")]
+    pub queue_name: String,
+    /// Serve the API only; run workers elsewhere with `changeflow worker`.
+    #[arg(long)]
+    pub no_worker: bool,
+}
+
+/// `changeflow worker --db postgres://… --queue redis://…`: takes promotion jobs from the queue,
+/// re-checks gates on every attempt, and applies one Space per store transaction. Runs the
+/// reconciler and scheduler too (both are safe to run in every process).
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// A site settings layer rendered over the built-in defaults (rates, leases, backoff).
+    #[arg(long, env = "CHANGEFLOW_SITE_CONFIG")]
+    pub site_config: Option<PathBuf>,
+    /// Store URL: postgres://…[?schema=NAME] or sqlite://PATH.
+    #[arg(long, env = "CHANGEFLOW_DB")]
+    pub db: String,
+    /// Queue URL: redis://HOST:PORT or sqlite://PATH.
+    #[arg(long, env = "CHANGEFLOW_QUEUE")]
+    pub queue: String,
+    #[arg(long, env = "CHANGEFLOW_QUEUE_NAME", default_value = "changeflow")]
+    pub queue_name: String,
+    /// Jobs handled at once [default: from settings, 8].
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Seconds a task stays this worker's without a lease renewal [default: from settings].
+    #[arg(long)]
+    pub lease_seconds: Option<u64>,
+    /// Seconds between reconciler passes [default: from settings].
+    #[arg(long)]
+    pub reconcile_seconds: Option<u64>,
 }
 
 /// Parses `K=V`.
@@ -132,7 +180,7 @@ pub(crate) fn key_value(s: &str) -> Result<(String, String), String> {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // `serve` sets up logging once its settings (with their log level) are loaded.
-    if !matches!(cli.command, Command::Serve(_)) {
+    if !matches!(cli.command, Command::Serve(_) | Command::Worker(_)) {
         // The demo narrates on its own; the server's info logs would drown it.
         init_logging(if matches!(cli.command, Command::Demo) { "warn" } else { "info" });
     }
@@ -161,6 +209,7 @@ fn default_token() -> Option<String> {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(args).await,
+        Command::Worker(args) => worker(args).await,
         Command::Demo => demo::run().await,
         Command::Render(args) => render::run(args, cli.output),
         command => {
@@ -173,6 +222,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 Command::Webhook(cmd) => webhooks::run(&client, cli.output, cmd).await,
                 Command::Release(cmd) => releases::run_release(&client, cli.output, cmd).await,
                 Command::Livestatus(cmd) => releases::run_livestatus(&client, cli.output, cmd).await,
+                Command::Promotion(cmd) => promotions::run_promotion(&client, cli.output, cmd).await,
+                Command::Schedule(cmd) => promotions::run_schedule(&client, cli.output, cmd).await,
+                Command::Backfill(args) => promotions::backfill(&client, cli.output, args).await,
                 command => commands::run(&client, cli.output, command).await,
             }
         }
@@ -184,6 +236,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         listen: args.listen,
         data_dir: args.data_dir,
         db: args.db,
+        queue: args.queue,
         log_level: None,
     };
     let settings = crate::settings::load(args.site_config.as_deref(), overrides)?;
@@ -194,6 +247,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         listen: settings.restart.listen.clone(),
         db: Some(settings.restart.db.clone()).filter(|d| !d.is_empty()),
         max_body_bytes: settings.live.max_body_bytes,
+        queue: Some(settings.restart.queue.clone()).filter(|d| !d.is_empty()),
+        queue_name: args.queue_name,
+        worker: !args.no_worker,
+        jobs: settings.live.jobs.to_runtime(),
     })
     .await?;
     if let Some(t) = &server.new_admin_token {
@@ -204,6 +261,34 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     shutdown_signal().await?;
     eprintln!("shutting down: finishing in-flight requests");
     server.stop().await
+}
+
+async fn worker(args: WorkerArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let settings = crate::settings::load(args.site_config.as_deref(), Default::default())?;
+    init_logging(&settings.live.log_level);
+    let mut jobs = settings.live.jobs.clone();
+    jobs.concurrency = args.concurrency.unwrap_or(jobs.concurrency);
+    jobs.lease_seconds = args.lease_seconds.unwrap_or(jobs.lease_seconds);
+    jobs.reconcile_seconds = args.reconcile_seconds.unwrap_or(jobs.reconcile_seconds);
+    let store =
+        crate::store::Store::connect(&args.db).await.with_context(|| format!("opening store {}", args.db))?;
+    let queue = crate::jobs::queue::open(&args.queue, &args.queue_name)
+        .await
+        .with_context(|| format!("opening queue {}", args.queue))?;
+    let jobs = crate::jobs::Jobs::new(store.clone(), queue, jobs.to_runtime());
+    let (trigger, stop) = crate::jobs::queue::shutdown_pair();
+    let tasks =
+        [jobs.spawn_workers(stop.clone()), jobs.spawn_reconciler(stop.clone()), jobs.spawn_scheduler(stop)];
+    eprintln!("changeflow worker on {} (queue {} '{}')", args.db, args.queue, args.queue_name);
+    shutdown_signal().await?;
+    eprintln!("shutting down: finishing jobs in hand");
+    trigger.trigger();
+    for t in tasks {
+        let _ = t.await;
+    }
+    store.close().await;
+    Ok(())
 }
 
 /// Ctrl-C, or SIGTERM where there is one (what a process supervisor sends).

@@ -9,6 +9,7 @@ mod changeorder;
 mod data;
 mod entities;
 mod names;
+mod promotion;
 mod release;
 mod webhook;
 
@@ -17,6 +18,7 @@ pub use changeorder::*;
 pub use data::{DataError, data_hash, parse_stream, render_stream};
 pub use entities::*;
 pub use names::{Labels, Slug, validate_labels};
+pub use promotion::*;
 pub use release::*;
 pub use webhook::*;
 

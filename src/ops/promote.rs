@@ -89,7 +89,7 @@ pub struct PromoteHooks {
     pub fail_after_units: Option<usize>,
 }
 
-fn refuse_aborted(co: &ChangeOrder) -> Result<()> {
+pub(crate) fn refuse_aborted(co: &ChangeOrder) -> Result<()> {
     if co.AbortedReason.is_empty() {
         return Ok(());
     }
@@ -165,7 +165,7 @@ pub async fn promote_change_order(
         None => {
             let targets = match &target {
                 Some(t) => vec![t.SpaceID],
-                None => waiting(store, &co, None).await?,
+                None => waiting(&mut store.read().await?, &co, None).await?,
             };
             promote_spaces(store, actor, &co, targets, &req, hooks, target.is_some(), &mut out).await?;
         }
@@ -178,7 +178,9 @@ pub async fn promote_change_order(
                         format!("space '{}' is in no Stage of change order '{}''s workflow", t.Slug, co.Slug),
                     )
                 })?],
-                (None, named) => stages_to_promote(store, &co, &st, named.as_deref()).await?,
+                (None, named) => {
+                    stages_to_promote(&mut store.read().await?, &co, &st, named.as_deref()).await?
+                }
             };
             for k in stages {
                 let name = st.wf.stages()[k].name().to_string();
@@ -218,7 +220,7 @@ pub async fn promote_change_order(
                 out.Stages.push(StagePromotion { Name: name, Forced: forced, Gates: verdicts });
                 let targets = match &target {
                     Some(t) => vec![t.SpaceID],
-                    None => waiting(store, &co, Some(&st.stages[k])).await?,
+                    None => waiting(&mut store.read().await?, &co, Some(&st.stages[k])).await?,
                 };
                 promote_spaces(store, actor, &co, targets, &req, hooks, target.is_some(), &mut out).await?;
                 if !out.Complete {
@@ -235,9 +237,8 @@ pub async fn promote_change_order(
 }
 
 /// The Spaces (of `among`, or of the whole scope) still waiting for the change, in hop order.
-async fn waiting(store: &Store, co: &ChangeOrder, among: Option<&[Space]>) -> Result<Vec<Uuid>> {
-    let mut tx = store.read().await?;
-    let view = super::co_state::view_change_order(&mut tx, co.clone()).await?;
+pub(crate) async fn waiting(tx: &mut Tx, co: &ChangeOrder, among: Option<&[Space]>) -> Result<Vec<Uuid>> {
+    let view = super::co_state::view_change_order(tx, co.clone()).await?;
     let done: HashSet<Uuid> = view.ResolvedSpaceIDs.into_iter().collect();
     let scope: HashSet<Uuid> = match among {
         Some(spaces) => spaces.iter().map(|s| s.SpaceID).collect(),
@@ -255,14 +256,13 @@ async fn waiting(store: &Store, co: &ChangeOrder, among: Option<&[Space]>) -> Re
 
 /// The Stages a promotion enters: from the first one not fully reached through the named one
 /// (or just the first not reached). Naming a later Stage never skips an earlier one's gates.
-async fn stages_to_promote(
-    store: &Store,
+pub(crate) async fn stages_to_promote(
+    tx: &mut Tx,
     co: &ChangeOrder,
     st: &super::stages::Staged,
     named: Option<&str>,
 ) -> Result<Vec<usize>> {
-    let mut tx = store.read().await?;
-    let view = super::co_state::view_change_order(&mut tx, co.clone()).await?;
+    let view = super::co_state::view_change_order(tx, co.clone()).await?;
     let done: HashSet<Uuid> = view.ResolvedSpaceIDs.into_iter().collect();
     let first = st.stages.iter().position(|s| s.is_empty() || s.iter().any(|x| !done.contains(&x.SpaceID)));
     let target = match named {
@@ -357,6 +357,25 @@ async fn promote_space(
     hooks: &PromoteHooks,
 ) -> Result<SpacePromotion> {
     let mut tx = store.write().await?;
+    let out = apply_in_space(&mut tx, actor, co_id, target, req, hooks).await?;
+    if out.Applied {
+        tx.commit().await?;
+    }
+    Ok(out)
+}
+
+/// Plans the ChangeOrder into one Space from a snapshot read inside `tx` and applies the plan
+/// there (unless a dry run), passing over Units that carry the end Tag. The caller commits, so
+/// a worker can finish its task in the same transaction.
+pub(crate) async fn apply_in_space(
+    tx: &mut Tx,
+    actor: &Actor,
+    co_id: Uuid,
+    target: Uuid,
+    req: &PromoteChangeOrder,
+    hooks: &PromoteHooks,
+) -> Result<SpacePromotion> {
+    let tx = &mut *tx;
     let co = tx.must_get::<ChangeOrder>(co_id).await?;
     refuse_aborted(&co)?;
     let space = tx.must_get::<Space>(target).await?;
@@ -365,10 +384,10 @@ async fn promote_space(
         space.Slug.as_str(),
         if req.DryRun { Permission::View } else { Permission::Edit },
     )?;
-    let (snapshot, upstream_units) = snapshot(&mut tx, &co, &space).await?;
+    let (snapshot, upstream_units) = snapshot(tx, &co, &space).await?;
     let plan = match &snapshot {
         Some(s) => plan_promotion(s).map_err(|e| OpError::unprocessable("Unit", "", e.to_string()))?,
-        None => invoke_plan(&mut tx, &co, &space).await?,
+        None => invoke_plan(tx, &co, &space).await?,
     };
     if let Some(expected) = req.ExpectedPlan.as_ref().filter(|e| **e != plan.Digest) {
         return Err(OpError::Stale {
@@ -397,7 +416,7 @@ async fn promote_space(
         None => vec![],
     };
     let links = match co_link_type(co.UpdateType) {
-        Some(t) => links_by_unit(&mut tx, target, t).await?,
+        Some(t) => links_by_unit(tx, target, t).await?,
         None => HashMap::new(),
     };
     let desc = format!("change order {}", co.Slug);
@@ -411,10 +430,10 @@ async fn promote_space(
                     OpError::Internal(format!("planned clone of unknown unit {}", line.Unit))
                 })?;
                 let at = if *At > 0 { *At } else { *To };
-                let (unit, link) = clone_unit(&mut tx, actor, &space, up, at).await?;
+                let (unit, link) = clone_unit(tx, actor, &space, up, at).await?;
                 if *At > 0 {
                     marks.push(mark(MarkKind::Tag, co.StartTagID, unit.UnitID, unit.HeadRevisionNum));
-                    let r = merge_through(&mut tx, actor, unit, link, false, Some(*To)).await?;
+                    let r = merge_through(tx, actor, unit, link, false, Some(*To)).await?;
                     marks.extend(
                         r.Revisions
                             .iter()
@@ -432,7 +451,7 @@ async fn promote_space(
                     OpError::Internal(format!("planned upgrade of unit {} without a link", unit.Slug))
                 })?;
                 marks.push(mark(MarkKind::Tag, co.StartTagID, unit.UnitID, unit.HeadRevisionNum));
-                let r = merge_through(&mut tx, actor, unit, link, false, Some(*To)).await?;
+                let r = merge_through(tx, actor, unit, link, false, Some(*To)).await?;
                 marks.extend(
                     r.Revisions.iter().map(|v| mark(MarkKind::ChangeOrder, co_id, v.UnitID, v.RevisionNum)),
                 );
@@ -446,9 +465,8 @@ async fn promote_space(
             Outcome::Invoke => {
                 let unit = tx.must_get::<Unit>(line.UnitID.unwrap_or_default()).await?;
                 marks.push(mark(MarkKind::Tag, co.StartTagID, unit.UnitID, unit.HeadRevisionNum));
-                let r =
-                    super::functions::apply_calls(&mut tx, actor, vec![unit.clone()], &calls, false, &desc)
-                        .await?;
+                let r = super::functions::apply_calls(tx, actor, vec![unit.clone()], &calls, false, &desc)
+                    .await?;
                 let head = match r.first().and_then(|r| r.RevisionNum) {
                     Some(n) => {
                         marks.push(mark(MarkKind::ChangeOrder, co_id, unit.UnitID, n));
@@ -470,7 +488,6 @@ async fn promote_space(
             )));
         }
     }
-    tx.commit().await?;
     Ok(SpacePromotion {
         Space: space.Slug.to_string(),
         SpaceID: target,

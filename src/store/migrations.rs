@@ -82,6 +82,27 @@ const MIGRATIONS: &[(i64, &[&str])] = &[
             PRIMARY KEY (webhook_id, delivery_id))",
         ],
     ),
+    (
+        5,
+        &[
+            // A Promotion's task per Space. Columns the wave driver and reconciler select on;
+            // the rest in body. Times are unix milliseconds (0: none).
+            "CREATE TABLE promotion_tasks (
+            task_id TEXT NOT NULL PRIMARY KEY,
+            promotion_id TEXT NOT NULL,
+            wave BIGINT NOT NULL,
+            space_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            due_at BIGINT NOT NULL,
+            lease_until BIGINT NOT NULL,
+            worker TEXT NOT NULL,
+            version BIGINT NOT NULL,
+            body TEXT NOT NULL,
+            UNIQUE (promotion_id, space_id))",
+            "CREATE INDEX promotion_tasks_by_wave ON promotion_tasks (promotion_id, wave, state)",
+            "CREATE INDEX promotion_tasks_by_state ON promotion_tasks (state, due_at)",
+        ],
+    ),
 ];
 
 pub(super) async fn run(store: &Store) -> Result<()> {

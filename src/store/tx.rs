@@ -6,6 +6,8 @@ use sqlx::any::{Any, AnyQueryResult};
 use sqlx::{Row, Transaction};
 use std::collections::HashMap;
 use tokio::sync::OwnedMutexGuard;
+
+mod tasks;
 use uuid::Uuid;
 
 /// One transaction. Dropping it without [`Tx::commit`] rolls everything back.

@@ -43,16 +43,46 @@ pub struct App {
 }
 
 pub async fn spawn_app(backend: &str) -> App {
+    spawn_app_with(backend, "sqlite", |_| {}).await
+}
+
+/// The Redis the tests use.
+pub fn redis_url() -> String {
+    std::env::var("CHANGEFLOW_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// Job settings fast enough for tests: leases of 3 s, reconciling every second, retries after
+/// one or two seconds.
+pub fn fast_jobs() -> changeflow::jobs::JobSettings {
+    changeflow::jobs::JobSettings {
+        lease: Duration::from_secs(3),
+        reconcile_every: Duration::from_millis(500),
+        requeue_grace: Duration::from_secs(2),
+        backoff_base: Duration::from_secs(1),
+        backoff_cap: Duration::from_secs(2),
+        schedule_every: Duration::from_millis(200),
+        ..Default::default()
+    }
+}
+
+/// A server with its store on `backend` and its queue on `queue` (`sqlite`: a file beside the
+/// store; `redis`: the test Redis under a queue name of its own), after `tweak`.
+pub async fn spawn_app_with(backend: &str, queue: &str, tweak: impl FnOnce(&mut ServeOptions)) -> App {
     let dir = tempfile::tempdir().unwrap();
     let db = isolated_url(backend, dir.path());
-    let server = start(ServeOptions {
-        data_dir: dir.path().to_path_buf(),
-        listen: "127.0.0.1:0".into(),
-        db: Some(db),
-        max_body_bytes: changeflow::api::MAX_BODY_BYTES,
-    })
-    .await
-    .expect("server starts");
+    let mut opts = ServeOptions::embedded(dir.path().to_path_buf());
+    opts.db = Some(db);
+    opts.jobs = fast_jobs();
+    match queue {
+        "sqlite" => {}
+        "redis" => {
+            opts.queue = Some(redis_url());
+            opts.queue_name = format!("t{}", uuid::Uuid::new_v4().simple());
+        }
+        other => panic!("unknown queue {other}"),
+    }
+    tweak(&mut opts);
+    let server = start(opts).await.expect("server starts");
     let token = server.new_admin_token.clone().expect("fresh store bootstraps an admin");
     let url = server.url();
     App { server: Some(server), url, token, http: reqwest::Client::new(), dir }

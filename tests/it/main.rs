@@ -8,6 +8,7 @@ mod deckhand;
 mod fleet;
 mod helpers;
 mod layering;
+mod promotions;
 mod queue;
 mod releases;
 mod store;

@@ -355,9 +355,36 @@ async fn the_cli_lists_every_failing_gate_in_the_table_and_in_json() {
             |o: std::process::Output| assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         ok(run(&["changeworkflow", "create", "rollout", "--space", "ops", "--file", &f]));
         ok(run(&["changeorder", "create", "bump", "--space", "base", "--change-workflow", "ops/rollout"]));
-        ok(run(&["variant", "promote", "--change-order", "base/bump"]));
-        let table = run(&["variant", "promote", "--change-order", "base/bump"]);
-        let json_out = run(&["variant", "promote", "--change-order", "base/bump", "-o", "json"]);
+        // Through the queue, followed to its end: dev.
+        let dev = run(&["variant", "promote", "--change-order", "base/bump", "--wait"]);
+        ok(dev.clone());
+        assert!(
+            String::from_utf8_lossy(&dev.stdout).contains("Done"),
+            "{}",
+            String::from_utf8_lossy(&dev.stdout)
+        );
+        // A dry run shows every gate at once and writes nothing.
+        let table = run(&["variant", "promote", "--change-order", "base/bump", "--dry-run"]);
+        let json_out = run(&["variant", "promote", "--change-order", "base/bump", "--dry-run", "-o", "json"]);
+        // Queued without --wait: the ID at once; the staging task waits for its gates.
+        let queued = run(&["variant", "promote", "--change-order", "base/bump", "-o", "json"]);
+        ok(queued.clone());
+        let p: Value = serde_json::from_slice(&queued.stdout).unwrap();
+        let id = p["PromotionID"].as_str().unwrap().to_string();
+        let mut waiting = Value::Null;
+        for _ in 0..100 {
+            let got = run(&["promotion", "get", &id, "-o", "json"]);
+            waiting = serde_json::from_slice(&got.stdout).unwrap();
+            if waiting["Counts"]["Blocked"] == 1 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let reason = waiting["Tasks"][0]["Reason"].as_str().unwrap_or_default().to_string();
+        assert!(reason.contains("blocked by Released on dev"), "{waiting:#}");
+        let listed = run(&["promotion", "get", &id]);
+        assert!(String::from_utf8_lossy(&listed.stdout).contains("blocked by Released on dev"));
+        ok(run(&["promotion", "cancel", &id, "--reason", "test over"]));
         (table, json_out)
     })
     .await

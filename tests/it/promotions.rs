@@ -1,0 +1,293 @@
+//! Promotions through the queue, on real SQLite and real Redis queues: waves, gates re-checked
+//! on every attempt, failure budgets, aborts, duplicate and lost jobs, killed workers.
+
+use crate::api::WEB;
+use crate::helpers::{App, spawn_app_with};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const WORKFLOW: &str = r#"Stages:
+  - Name: dev
+    WhereSpace: "Labels.Stage = 'dev'"
+  - Name: prod
+    WhereSpace: "Labels.Stage = 'prod'"
+    Prerequisites: [not-frozen]
+CustomPrerequisites:
+  - Name: not-frozen
+    Expression: "cel:!('code-freeze' in Space.Annotations) || Space.Annotations['code-freeze'] != 'true'"
+"#;
+
+/// base (component shop, `units` Units) with `dev` dev Spaces and `prod` prod Spaces, all
+/// variants of base; a workflow; the change written in base; ChangeOrder `bump`.
+pub async fn fleet(app: &App, units: usize, dev: usize, prod: usize) {
+    app.ok("POST", "/v1/spaces", Some(json!({"Slug": "ops"}))).await;
+    app.ok("POST", "/v1/spaces", Some(json!({"Slug": "base", "Labels": {"Component": "shop"}}))).await;
+    for u in 0..units {
+        let data = WEB.replace("name: web", &format!("name: web{u}"));
+        app.ok("POST", "/v1/spaces/base/units", Some(json!({"Slug": format!("web{u}"), "Data": data}))).await;
+    }
+    for (stage, n) in [("dev", dev), ("prod", prod)] {
+        for i in 1..=n {
+            let body = json!({"Slug": format!("{stage}-{i}"), "Labels": {"Stage": stage}});
+            app.ok("POST", "/v1/spaces/base/variants", Some(body)).await;
+        }
+    }
+    app.ok(
+        "POST",
+        "/v1/spaces/ops/changeworkflows",
+        Some(json!({"Slug": "rollout", "Definition": WORKFLOW})),
+    )
+    .await;
+    for u in 0..units {
+        let data = WEB.replace("name: web", &format!("name: web{u}")).replace("web:1.0", "web:2.0");
+        app.ok("PATCH", &format!("/v1/spaces/base/units/web{u}"), Some(json!({"Data": data}))).await;
+    }
+    app.ok(
+        "POST",
+        "/v1/spaces/base/changeorders",
+        Some(json!({"Slug": "bump", "ChangeWorkflow": "ops/rollout"})),
+    )
+    .await;
+}
+
+pub const REQUEST: &str = "/v1/spaces/base/changeorders/bump/promotions";
+
+/// Polls a Promotion until `done` holds for it (or panics after `limit`).
+pub async fn wait_for(app: &App, id: &str, limit: Duration, done: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let p = app.ok("GET", &format!("/v1/promotions/{id}"), None).await;
+        if done(&p) {
+            return p;
+        }
+        assert!(start.elapsed() < limit, "promotion did not get there in {limit:?}: {p:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn wait_end(app: &App, id: &str) -> Value {
+    wait_for(app, id, Duration::from_secs(90), |p| p["State"] != "Running").await
+}
+
+fn count(p: &Value, state: &str) -> u64 {
+    p["Counts"][state].as_u64().unwrap_or(0)
+}
+
+/// Head revision of every Unit in `space`.
+pub async fn heads(app: &App, space: &str) -> Vec<i64> {
+    let units = app.ok("GET", &format!("/v1/spaces/{space}/units"), None).await;
+    units.as_array().unwrap().iter().map(|u| u["HeadRevisionNum"].as_i64().unwrap()).collect()
+}
+
+async fn request(app: &App, body: Value) -> Value {
+    let r = app.admin("POST", REQUEST, Some(body)).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    r.body
+}
+
+async fn rollout_completes(queue: &str) {
+    let app = spawn_app_with("sqlite", queue, |_| {}).await;
+    fleet(&app, 3, 2, 4).await;
+    let p = request(&app, json!({"TargetStage": "prod"})).await;
+    assert_eq!(p["State"], "Running", "the request returns at once: {p:#}");
+    assert_eq!(p["Stages"].as_array().unwrap().len(), 2);
+    let id = p["PromotionID"].as_str().unwrap().to_string();
+    let p = wait_end(&app, &id).await;
+    assert_eq!(p["State"], "Completed", "{p:#}");
+    assert_eq!(count(&p, "Done"), 6, "{p:#}");
+    let tasks = p["Tasks"].as_array().unwrap();
+    // dev is wave 1, prod wave 2: every prod task starts after every dev task ended.
+    let dev_end =
+        tasks.iter().filter(|t| t["Stage"] == "dev").map(|t| t["FinishedAt"].as_str().unwrap()).max();
+    let prod_start =
+        tasks.iter().filter(|t| t["Stage"] == "prod").map(|t| t["StartedAt"].as_str().unwrap()).min();
+    assert!(dev_end < prod_start, "waves overlap: {dev_end:?} vs {prod_start:?}");
+    assert!(tasks.iter().all(|t| t["UnitsChanged"] == 3), "{p:#}");
+    for s in ["dev-1", "dev-2", "prod-1", "prod-4"] {
+        assert_eq!(heads(&app, s).await, vec![2, 2, 2], "{s}: one merge per Unit");
+    }
+    let co = app.ok("GET", "/v1/spaces/base/changeorders/bump", None).await;
+    assert_eq!(co["Stage"], "Completed", "{co:#}");
+
+    // A job delivered again (same task, old and new keys) changes nothing.
+    let server = app.server.as_ref().unwrap();
+    for t in tasks {
+        let task: uuid::Uuid = t["TaskID"].as_str().unwrap().parse().unwrap();
+        server.jobs.queue.enqueue(task, &format!("{task}:1")).await.unwrap();
+        server.jobs.queue.enqueue(task, &format!("again-{task}")).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(server.jobs.queue.depth().await.unwrap(), 0, "the duplicates were taken");
+    for s in ["dev-1", "dev-2", "prod-1", "prod-2", "prod-3", "prod-4"] {
+        assert_eq!(heads(&app, s).await, vec![2, 2, 2], "{s}: a second delivery merged nothing");
+    }
+    let again = app.ok("GET", &format!("/v1/promotions/{id}"), None).await;
+    let attempts =
+        |p: &Value| p["Tasks"].as_array().unwrap().iter().map(|t| t["Attempts"].clone()).collect::<Vec<_>>();
+    assert_eq!(attempts(&again), attempts(&p), "a finished task is not attempted again");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_runs_wave_by_wave_on_the_sqlite_queue() {
+    rollout_completes("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_runs_wave_by_wave_on_the_redis_queue() {
+    rollout_completes("redis").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_that_closes_mid_wave_holds_the_rest_until_it_reopens() {
+    let app = spawn_app_with("sqlite", "sqlite", |_| {}).await;
+    fleet(&app, 1, 1, 6).await;
+    // One Space at a time, two per second: the prod wave takes about three seconds.
+    let p = request(&app, json!({"TargetStage": "prod", "MaxInFlight": 1, "Rate": 2})).await;
+    let id = p["PromotionID"].as_str().unwrap().to_string();
+    wait_for(&app, &id, Duration::from_secs(30), |p| {
+        p["Tasks"].as_array().unwrap().iter().filter(|t| t["Stage"] == "prod" && t["State"] == "Done").count()
+            >= 2
+    })
+    .await;
+    app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "true"}}))).await;
+    let held = wait_for(&app, &id, Duration::from_secs(30), |p| count(p, "Blocked") == 1).await;
+    let blocked = held["Tasks"].as_array().unwrap().iter().find(|t| t["State"] == "Blocked").unwrap().clone();
+    assert!(blocked["Reason"].as_str().unwrap().contains("blocked by not-frozen on dev-1"), "{blocked:#}");
+    assert_eq!(blocked["FailingGates"].as_array().unwrap().len(), 1);
+    let done_then = count(&held, "Done");
+    // Held: two more seconds (several retries) and nothing else got the change.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let still = app.ok("GET", &format!("/v1/promotions/{id}"), None).await;
+    assert_eq!(count(&still, "Done"), done_then, "{still:#}");
+    assert_eq!(still["State"], "Running");
+    let retried =
+        still["Tasks"].as_array().unwrap().iter().find(|t| t["TaskID"] == blocked["TaskID"]).unwrap();
+    assert!(retried["Attempts"].as_u64().unwrap() >= 2, "gates re-checked on each retry: {retried:#}");
+    let untouched: usize = {
+        let mut n = 0;
+        for i in 1..=6 {
+            if heads(&app, &format!("prod-{i}")).await == vec![1] {
+                n += 1;
+            }
+        }
+        n
+    };
+    assert_eq!(untouched as u64, 7 - done_then, "the Spaces not done are untouched");
+    // Reopen: the rest follows.
+    app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "false"}}))).await;
+    let p = wait_end(&app, &id).await;
+    assert_eq!(p["State"], "Completed", "{p:#}");
+    assert_eq!(count(&p, "Done"), 7);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_budget_halts_the_wave_and_leaves_the_rest_untouched() {
+    let app = spawn_app_with("sqlite", "sqlite", |_| {}).await;
+    fleet(&app, 1, 1, 8).await;
+    // ann may write base, dev-1 and prod-1..3 only: five prod Spaces will fail (permanently).
+    let grants = ["base=Edit", "dev-1=Edit", "prod-1=Edit", "prod-2=Edit", "prod-3=Edit"];
+    app.ok("POST", "/v1/users", Some(json!({"Slug": "ann", "Grants": grants}))).await;
+    let token =
+        app.ok("POST", "/v1/users/ann/tokens", Some(json!({}))).await["Token"].as_str().unwrap().to_string();
+    let body = json!({"TargetStage": "prod", "MaxInFlight": 1, "FailureBudget": {"MaxFailed": 1}});
+    let r = app.call("POST", REQUEST, Some(&token), Some(body)).await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    let id = r.body["PromotionID"].as_str().unwrap().to_string();
+    let p = wait_end(&app, &id).await;
+    assert_eq!(p["State"], "Halted", "{p:#}");
+    assert!(p["StateReason"].as_str().unwrap().contains("over the failure budget"), "{p:#}");
+    assert_eq!(count(&p, "Failed"), 2, "halted at the second failure: {p:#}");
+    let failed = p["Tasks"].as_array().unwrap().iter().find(|t| t["State"] == "Failed").unwrap();
+    assert!(failed["Reason"].as_str().unwrap().contains("needs Edit permission"), "{failed:#}");
+    let pending: Vec<String> = p["Tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["State"] == "Pending")
+        .map(|t| t["Space"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!pending.is_empty(), "some Spaces never started: {p:#}");
+    for s in &pending {
+        assert_eq!(heads(&app, s).await, vec![1], "{s} is untouched");
+    }
+    // Nothing more happens after the halt.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let later = app.ok("GET", &format!("/v1/promotions/{id}"), None).await;
+    assert_eq!(later["Counts"], p["Counts"]);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_change_order_stops_its_queued_tasks() {
+    let app = spawn_app_with("sqlite", "redis", |_| {}).await;
+    fleet(&app, 1, 1, 3).await;
+    app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "true"}}))).await;
+    let p = request(&app, json!({"TargetStage": "prod"})).await;
+    let id = p["PromotionID"].as_str().unwrap().to_string();
+    let held = wait_for(&app, &id, Duration::from_secs(30), |p| count(p, "Blocked") == 3).await;
+    assert_eq!(count(&held, "Done"), 1, "dev went through: {held:#}");
+    app.ok("PATCH", "/v1/spaces/base/changeorders/bump", Some(json!({"AbortedReason": "bad image"}))).await;
+    let p = wait_end(&app, &id).await;
+    assert_eq!(p["State"], "Cancelled", "{p:#}");
+    assert!(p["StateReason"].as_str().unwrap().contains("aborted: bad image"), "{p:#}");
+    assert_eq!(count(&p, "Cancelled"), 3, "{p:#}");
+    // Unfreezing changes nothing now.
+    app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "false"}}))).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for s in ["prod-1", "prod-2", "prod-3"] {
+        assert_eq!(heads(&app, s).await, vec![1], "{s} never took the aborted change");
+    }
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_promotion_requests_are_refused_and_write_nothing() {
+    let app = spawn_app_with("sqlite", "sqlite", |_| {}).await;
+    fleet(&app, 1, 1, 1).await;
+    for (body, field) in [
+        (json!({"TargetStage": "qa"}), "TargetStage"),
+        (json!({"Force": true}), "Reason"),
+        (json!({"Rate": -2}), "Rate"),
+        (json!({"Deadline": "tomorrow"}), "Deadline"),
+        (json!({"FailureBudget": {"MaxFailedPercent": 250}}), "FailureBudget.MaxFailedPercent"),
+        (json!({"Space": "ops"}), "Space"),
+        (json!({"Bogus": 1}), ""),
+    ] {
+        let r = app.admin("POST", REQUEST, Some(body.clone())).await;
+        assert!(r.status == 400 || r.status == 422, "{body}: {} {}", r.status, r.text);
+        if !field.is_empty() {
+            assert_eq!(r.body["field"], field, "{body}: {}", r.text);
+        }
+    }
+    let all = app.ok("GET", "/v1/promotions", None).await;
+    assert_eq!(all.as_array().unwrap().len(), 0, "nothing written: {all:#}");
+    let r = app.admin("GET", "/v1/promotions/no-such", None).await;
+    assert_eq!(r.status, 404);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_ends_a_promotion_and_metrics_show_the_work() {
+    let app = spawn_app_with("sqlite", "sqlite", |_| {}).await;
+    fleet(&app, 1, 1, 2).await;
+    app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "true"}}))).await;
+    let p = request(&app, json!({"TargetStage": "prod"})).await;
+    let id = p["PromotionID"].as_str().unwrap().to_string();
+    wait_for(&app, &id, Duration::from_secs(30), |p| count(p, "Blocked") == 2).await;
+    let c =
+        app.ok("POST", &format!("/v1/promotions/{id}/cancel"), Some(json!({"Reason": "not today"}))).await;
+    assert_eq!(c["State"], "Cancelled");
+    assert!(c["StateReason"].as_str().unwrap().contains("not today"));
+    assert_eq!(count(&c, "Cancelled"), 2, "{c:#}");
+    let again = app.admin("POST", &format!("/v1/promotions/{id}/cancel"), Some(json!({}))).await;
+    assert_eq!(again.status, 422, "{}", again.text);
+    let m = app.http.get(format!("{}/metrics", app.url)).send().await.unwrap().text().await.unwrap();
+    assert!(m.contains("changeflow_jobs_total{outcome=\"done\"}"), "{m}");
+    assert!(m.contains("changeflow_gate_verdicts_total{result=\"closed\"}"), "{m}");
+    assert!(m.contains("changeflow_queue_depth"), "{m}");
+    let list = app.ok("GET", "/v1/promotions?change_order=bump", None).await;
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    app.stop().await;
+}
