@@ -81,7 +81,10 @@ async fn receive(
         body: body.to_vec(),
     };
     match ops::deliver(&s.store, id, d).await {
-        Ok(v) => Ok((StatusCode::ACCEPTED, Json(v)).into_response()),
+        Ok((v, jobs)) => {
+            s.jobs.enqueue(jobs).await;
+            Ok((StatusCode::ACCEPTED, Json(v)).into_response())
+        }
         Err(DeliveryError::Refused(reason)) => Err(refused(reason)),
         Err(DeliveryError::Action(e)) => Err(e.into()),
     }

@@ -17,6 +17,19 @@ pub enum WebhookAction {
     Promote { ChangeOrderID: Uuid, TargetStage: Option<String> },
     /// Record an Attestation of `Type` (e.g. `ci-passed`) by the webhook's owner in `SpaceID`.
     Attest { ChangeOrderID: Uuid, SpaceID: Uuid, Type: String },
+    /// Create an Invoke ChangeOrder of `InvocationID` whose parameters come from the payload
+    /// (`Parameters`: name → JSON pointer into the body) over `WhereSpace`, and roll it out.
+    Invoke {
+        InvocationID: Uuid,
+        Parameters: std::collections::BTreeMap<String, String>,
+        WhereSpace: String,
+        #[serde(default)]
+        WhereUnit: String,
+    },
+    /// Set live status from an Argo CD notification (an Application: `metadata.name`,
+    /// `status.sync.status`, `status.health.status`, `status.operationState.phase`, possibly
+    /// under `app`). The Space is `SpaceID`, or the Application's name when absent.
+    LiveStatus { SpaceID: Option<Uuid> },
 }
 
 #[allow(non_snake_case)]

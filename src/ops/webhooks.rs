@@ -70,10 +70,24 @@ pub fn verify(secret: &str, d: &Delivery, now_unix: i64) -> std::result::Result<
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
     pub Slug: String,
-    /// `promote` or `attest`.
+    /// `promote`, `attest`, `invoke` or `livestatus`.
     pub Action: String,
-    /// `space/slug` of the ChangeOrder acted on.
-    pub ChangeOrder: String,
+    /// `space/slug` of the ChangeOrder acted on (promote, attest).
+    #[serde(default)]
+    pub ChangeOrder: Option<String>,
+    /// For `invoke`: `space/slug` of the Invocation, its parameters as name → JSON pointer into
+    /// the delivery's body (`image=/build/image`), and where it runs.
+    #[serde(default)]
+    pub Invocation: Option<String>,
+    #[serde(default)]
+    pub Parameters: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub WhereSpace: Option<String>,
+    #[serde(default)]
+    pub WhereUnit: Option<String>,
+    /// For `livestatus`: the Space whose live status is set (default: the Application's name).
+    #[serde(default)]
+    pub LiveStatusSpace: Option<String>,
     /// For `promote`: the Stage to promote to (default: the next one).
     #[serde(default)]
     pub TargetStage: Option<String>,
@@ -105,12 +119,20 @@ pub async fn create_webhook(
     let mut tx = store.write().await?;
     let sp = resolve::space(&mut tx, space).await?;
     actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::Manage)?;
-    let (_, co) = resolve::qualified::<ChangeOrder>(&mut tx, &req.ChangeOrder, Some(&sp)).await?;
+    let co = match (&req.ChangeOrder, req.Action.as_str()) {
+        (Some(k), _) => Some(resolve::qualified::<ChangeOrder>(&mut tx, k, Some(&sp)).await?.1),
+        (None, "promote" | "attest") => {
+            return Err(OpError::invalid("ChangeOrder", "", "this action needs --change-order S/CO"));
+        }
+        _ => None,
+    };
     let action = match req.Action.as_str() {
         "promote" => {
+            let co = co.clone().expect("checked above");
             WebhookAction::Promote { ChangeOrderID: co.ChangeOrderID, TargetStage: req.TargetStage.clone() }
         }
         "attest" => {
+            let co = co.clone().expect("checked above");
             let kind = req
                 .Type
                 .clone()
@@ -122,7 +144,43 @@ pub async fn create_webhook(
             let target = resolve::space(&mut tx, &key).await?;
             WebhookAction::Attest { ChangeOrderID: co.ChangeOrderID, SpaceID: target.SpaceID, Type: kind }
         }
-        other => return Err(OpError::invalid("Action", other, "expected promote or attest")),
+        "invoke" => {
+            let key = req.Invocation.clone().ok_or_else(|| {
+                OpError::invalid("Invocation", "", "an invoke webhook needs --invocation S/I")
+            })?;
+            let (_, inv) = resolve::qualified::<crate::model::Invocation>(&mut tx, &key, Some(&sp)).await?;
+            for (name, pointer) in &req.Parameters {
+                if !pointer.is_empty() && !pointer.starts_with('/') {
+                    return Err(OpError::invalid(
+                        format!("Parameters.{name}"),
+                        pointer.as_str(),
+                        "a JSON pointer into the delivery's body starts with '/', e.g. /build/image",
+                    ));
+                }
+            }
+            let where_space = req.WhereSpace.clone().unwrap_or_default();
+            crate::query::WhereExpr::parse(
+                &where_space,
+                crate::query::attrs::entity("Space").expect("Space has attributes"),
+            )
+            .map_err(|e| OpError::invalid("WhereSpace", where_space.as_str(), e.to_string()))?;
+            WebhookAction::Invoke {
+                InvocationID: inv.InvocationID,
+                Parameters: req.Parameters.clone(),
+                WhereSpace: where_space,
+                WhereUnit: req.WhereUnit.clone().unwrap_or_default(),
+            }
+        }
+        "livestatus" => {
+            let space = match &req.LiveStatusSpace {
+                Some(k) => Some(resolve::space(&mut tx, k).await?.SpaceID),
+                None => None,
+            };
+            WebhookAction::LiveStatus { SpaceID: space }
+        }
+        other => {
+            return Err(OpError::invalid("Action", other, "expected promote, attest, invoke or livestatus"));
+        }
     };
     let now = Utc::now();
     let hook = Webhook {
@@ -166,8 +224,46 @@ impl From<crate::store::StoreError> for DeliveryError {
     }
 }
 
-/// Verifies a delivery, records its ID, then runs the webhook's action as its owner.
-pub async fn deliver(store: &Store, webhook: Uuid, d: Delivery) -> std::result::Result<Value, DeliveryError> {
+/// The value at a JSON pointer of a delivery's body, as a parameter string.
+fn pointed(body: &Value, name: &str, pointer: &str) -> Result<String> {
+    match body.pointer(pointer) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Null) | None => Err(OpError::invalid(
+            format!("Parameters.{name}"),
+            pointer,
+            "the delivery's body has nothing at this JSON pointer",
+        )),
+        Some(other) => Ok(other.to_string()),
+    }
+}
+
+/// An Argo CD notification's Application, as a live status update and the Application's name.
+fn argo_status(body: &Value) -> Result<(String, super::LiveStatusUpdate)> {
+    let app = body.get("app").unwrap_or(body);
+    let text = |p: &str| app.pointer(p).and_then(Value::as_str).map(str::to_string);
+    let name = text("/metadata/name").unwrap_or_default();
+    let sync = text("/status/sync/status").ok_or_else(|| {
+        OpError::invalid("status.sync.status", "", "not an Argo CD Application notification")
+    })?;
+    Ok((
+        name,
+        super::LiveStatusUpdate {
+            Sync: sync,
+            Operation: text("/status/operationState/phase").unwrap_or_else(|| "Unknown".into()),
+            Health: text("/status/health/status").unwrap_or_else(|| "Unknown".into()),
+            Message: text("/status/operationState/message"),
+            ObservedAt: None,
+        },
+    ))
+}
+
+/// Verifies a delivery, records its ID, then runs the webhook's action as its owner. Promotions
+/// are written to the store; the returned jobs go on the queue once this returns.
+pub async fn deliver(
+    store: &Store,
+    webhook: Uuid,
+    d: Delivery,
+) -> std::result::Result<(Value, Vec<super::promotions::JobRef>), DeliveryError> {
     let mut tx = store.write().await?;
     let Some(hook) = tx.get::<Webhook>(webhook).await? else {
         return Err(DeliveryError::Refused("unknown webhook"));
@@ -182,33 +278,40 @@ pub async fn deliver(store: &Store, webhook: Uuid, d: Delivery) -> std::result::
     tx.commit().await?;
     let actor = Actor { user: owner };
     tracing::info!(webhook = %hook.Slug, delivery = %id, "webhook delivery accepted");
-    let (base, co) = {
-        let mut tx = store.read().await?;
-        let co_id = match &hook.Action {
-            WebhookAction::Promote { ChangeOrderID, .. } | WebhookAction::Attest { ChangeOrderID, .. } => {
-                *ChangeOrderID
-            }
-        };
-        let co = tx.must_get::<ChangeOrder>(co_id).await?;
-        (tx.must_get::<Space>(co.SpaceID).await?, co)
+    let source = format!("webhook:{}", hook.Slug);
+    let payload = || -> Result<Value> {
+        serde_json::from_slice(&d.body).map_err(|e| OpError::invalid("body", "", format!("not JSON: {e}")))
     };
+    let change_order = |co_id: Uuid| async move {
+        let mut tx = store.read().await?;
+        let co = tx.must_get::<ChangeOrder>(co_id).await?;
+        Ok::<_, OpError>((tx.must_get::<Space>(co.SpaceID).await?, co))
+    };
+    let mut jobs = vec![];
     let result = match hook.Action {
-        WebhookAction::Promote { TargetStage, .. } => {
-            let req = super::PromoteChangeOrder { TargetStage, ..Default::default() };
-            let r = super::promote_change_order(
+        WebhookAction::Promote { ChangeOrderID, TargetStage } => {
+            let (base, co) = change_order(ChangeOrderID).await?;
+            let req = super::promotions::PromotionRequest {
+                TargetStage,
+                IdempotencyKey: Some(format!("{source}:{id}")),
+                ..Default::default()
+            };
+            let (p, j) = super::promotions::request_promotion(
                 store,
                 &actor,
-                base.Slug.as_str(),
-                co.Slug.as_str(),
+                &base.SpaceID.to_string(),
+                &co.ChangeOrderID.to_string(),
                 req,
-                &Default::default(),
+                &source,
+                None,
             )
             .await?;
-            serde_json::to_value(r).expect("results serialize")
+            jobs = j;
+            serde_json::to_value(p).expect("promotions serialize")
         }
-        WebhookAction::Attest { SpaceID, Type, .. } => {
+        WebhookAction::Attest { ChangeOrderID, SpaceID, Type } => {
             let req = super::CreateAttestation {
-                ChangeOrder: co.ChangeOrderID.to_string(),
+                ChangeOrder: ChangeOrderID.to_string(),
                 Type: Some(Type),
                 Note: format!("webhook {} delivery {id}", hook.Slug),
                 ..Default::default()
@@ -216,8 +319,65 @@ pub async fn deliver(store: &Store, webhook: Uuid, d: Delivery) -> std::result::
             let a = super::create_attestation(store, &actor, &SpaceID.to_string(), req).await?;
             serde_json::to_value(a).expect("attestations serialize")
         }
+        WebhookAction::Invoke { InvocationID, Parameters, WhereSpace, WhereUnit } => {
+            let body = payload()?;
+            let mut params = std::collections::BTreeMap::new();
+            for (name, pointer) in &Parameters {
+                params.insert(name.clone(), pointed(&body, name, pointer)?);
+            }
+            let (inv, space) = {
+                let mut tx = store.read().await?;
+                let inv = tx.must_get::<crate::model::Invocation>(InvocationID).await?;
+                let space = tx.must_get::<Space>(inv.SpaceID).await?;
+                (inv, space)
+            };
+            let digest = hex::encode(&<Sha256 as sha2::Digest>::digest(id.as_bytes())[..5]);
+            let slug: String =
+                format!("{}-{digest}", hook.Slug.as_str().chars().take(40).collect::<String>());
+            let req = super::CreateChangeOrder {
+                Slug: slug.clone(),
+                UpdateType: Some("Invoke".into()),
+                WhereSpace: WhereSpace.clone(),
+                Invocation: Some(format!("{}/{}", space.Slug, inv.Slug)),
+                Parameters: params,
+                WhereUnit: WhereUnit.clone(),
+                Description: format!("from webhook {} delivery {id}", hook.Slug),
+                ..Default::default()
+            };
+            let co = super::create_change_order(store, &actor, space.Slug.as_str(), req).await?;
+            let req = super::promotions::PromotionRequest::default();
+            let (p, j) = super::promotions::request_promotion(
+                store,
+                &actor,
+                &space.SpaceID.to_string(),
+                &slug,
+                req,
+                &source,
+                None,
+            )
+            .await?;
+            jobs = j;
+            json!({"ChangeOrder": co, "Promotion": p})
+        }
+        WebhookAction::LiveStatus { SpaceID } => {
+            let (name, update) = argo_status(&payload()?)?;
+            let space = match SpaceID {
+                Some(s) => s.to_string(),
+                None if !name.is_empty() => name,
+                None => {
+                    return Err(OpError::invalid(
+                        "metadata.name",
+                        "",
+                        "the notification names no Application",
+                    )
+                    .into());
+                }
+            };
+            let r = super::set_live_status(store, &actor, &space, update).await?;
+            serde_json::to_value(r).expect("releases serialize")
+        }
     };
-    Ok(json!({"Delivery": id, "Result": result}))
+    Ok((json!({"Delivery": id, "Result": result}), jobs))
 }
 
 #[cfg(test)]
