@@ -54,6 +54,9 @@ pub struct Server {
     /// The bootstrap admin token when this start created it (first start on an empty store).
     pub new_admin_token: Option<String>,
     pub store: Store,
+    /// The store and queue it was started with (for a `changeflow worker` beside it).
+    pub db_url: String,
+    pub queue_name: String,
     pub jobs: Jobs,
     shutdown: oneshot::Sender<()>,
     handle: JoinHandle<std::io::Result<()>>,
@@ -141,5 +144,15 @@ pub async fn start(opts: ServeOptions) -> anyhow::Result<Server> {
             })
             .await
     });
-    Ok(Server { addr, new_admin_token, store, jobs, shutdown: tx, handle, background: (trigger, background) })
+    Ok(Server {
+        addr,
+        new_admin_token,
+        store,
+        db_url: db,
+        queue_name: opts.queue_name.clone(),
+        jobs,
+        shutdown: tx,
+        handle,
+        background: (trigger, background),
+    })
 }

@@ -121,7 +121,9 @@ impl Jobs {
             // Retries are decided per task (gates, deadline, transient attempts), not by the queue.
             max_attempts: u32::MAX,
             concurrency: self.settings.concurrency,
-            batch_size: self.settings.concurrency.max(10),
+            // Fetch no more than can run: a job fetched and waiting in memory is not visible as
+            // queued, so the reconciler would take it for lost.
+            batch_size: self.settings.concurrency,
             ..ConsumerOptions::default()
         };
         let h = handler(move |d: Delivery| {

@@ -291,3 +291,141 @@ async fn cancel_ends_a_promotion_and_metrics_show_the_work() {
     assert_eq!(list.as_array().unwrap().len(), 1);
     app.stop().await;
 }
+
+/// Every prod Space's Units were merged exactly once.
+async fn merged_once(app: &App, units: usize, prod: usize) {
+    for i in 1..=prod {
+        assert_eq!(heads(app, &format!("prod-{i}")).await, vec![2; units], "prod-{i}: each Unit merged once");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flushed_redis_mid_rollout_loses_nothing() {
+    // A Redis database of its own, so flushing it touches no other test's queue.
+    let url = format!("{}/9", crate::helpers::redis_url().trim_end_matches('/'));
+    let app = spawn_app_with("sqlite", "redis", |o| {
+        o.queue = Some(url.clone());
+        // One job in hand at a time: the rest wait in Redis when it is flushed.
+        o.jobs.concurrency = 1;
+    })
+    .await;
+    fleet(&app, 3, 1, 12).await;
+    let p = request(&app, json!({"TargetStage": "prod", "Rate": 4})).await;
+    let id = p["PromotionID"].as_str().unwrap().to_string();
+    wait_for(&app, &id, Duration::from_secs(30), |p| count(p, "Done") >= 4).await;
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("FLUSHDB").query_async(&mut conn).await.unwrap();
+    let p = wait_end(&app, &id).await;
+    assert_eq!(p["State"], "Completed", "{p:#}");
+    assert_eq!(count(&p, "Done"), 13);
+    assert!(requeued(&p), "the reconciler queued lost tasks again: {p:#}");
+    merged_once(&app, 3, 12).await;
+    app.stop().await;
+}
+
+/// Some task was queued again (by the reconciler: a lost job or a lapsed lease).
+fn requeued(p: &Value) -> bool {
+    p["Tasks"].as_array().unwrap().iter().any(|t| t["Generation"].as_u64().unwrap() >= 2)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_wave_is_replaced_and_nothing_merges_twice() {
+    // The fleet set-up: store on PostgreSQL, queue on Redis, workers in their own processes.
+    let app = spawn_app_with("postgres", "redis", |o| o.worker = false).await;
+    let (db, queue_name) = {
+        let s = app.server.as_ref().unwrap();
+        (s.db_url.clone(), s.queue_name.clone())
+    };
+    fleet(&app, 3, 1, 12).await;
+    let worker = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_changeflow"))
+            .args([
+                "worker",
+                "--db",
+                &db,
+                "--queue",
+                &crate::helpers::redis_url(),
+                "--queue-name",
+                &queue_name,
+            ])
+            .args(["--lease-seconds", "2", "--reconcile-seconds", "1"])
+            .env("RUST_LOG", "changeflow=warn")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = worker();
+    let p = request(&app, json!({"TargetStage": "prod", "Rate": 4})).await;
+    let id = p["PromotionID"].as_str().unwrap().to_string();
+    wait_for(&app, &id, Duration::from_secs(60), |p| count(p, "Done") >= 4).await;
+    first.kill().unwrap(); // SIGKILL: no chance to release anything
+    first.wait().unwrap();
+    let mut second = worker();
+    let p = wait_end(&app, &id).await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    assert_eq!(p["State"], "Completed", "{p:#}");
+    assert_eq!(count(&p, "Done"), 13);
+    assert!(requeued(&p), "tasks held by the killed worker were reclaimed: {p:#}");
+    merged_once(&app, 3, 12).await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_seen_by_two_servers_fires_once_per_tick() {
+    let app = spawn_app_with("postgres", "redis", |_| {}).await;
+    let (db, queue_name) = {
+        let s = app.server.as_ref().unwrap();
+        (s.db_url.clone(), s.queue_name.clone())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = changeflow::server::ServeOptions::embedded(dir.path().to_path_buf());
+    opts.db = Some(db);
+    opts.queue = Some(crate::helpers::redis_url());
+    opts.queue_name = queue_name;
+    opts.jobs = crate::helpers::fast_jobs();
+    let twin = changeflow::server::start(opts).await.unwrap();
+    fleet(&app, 1, 1, 1).await;
+    for (body, field) in [
+        (json!({"Slug": "s", "Cron": "0 9 * *", "ChangeOrder": "base/bump"}), "Cron"),
+        (
+            json!({"Slug": "s", "Cron": "0 9 * * *", "TimeZone": "Mars/Base", "ChangeOrder": "base/bump"}),
+            "TimeZone",
+        ),
+        (
+            json!({"Slug": "s", "Cron": "0 9 * * *", "ChangeOrder": "base/bump", "TargetStage": "qa"}),
+            "TargetStage",
+        ),
+    ] {
+        let r = app.admin("POST", "/v1/spaces/base/schedules", Some(body)).await;
+        assert_eq!((r.status, r.body["field"].as_str()), (400, Some(field)), "{}", r.text);
+    }
+    let start = Instant::now();
+    let s = app
+        .ok(
+            "POST",
+            "/v1/spaces/base/schedules",
+            Some(json!({"Slug": "every-second", "Cron": "* * * * * *", "TimeZone": "Europe/Berlin",
+                        "ChangeOrder": "base/bump", "TargetStage": "prod"})),
+        )
+        .await;
+    assert!(s["NextFireAt"].is_string(), "{s:#}");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    app.ok("DELETE", "/v1/spaces/base/schedules/every-second", None).await;
+    let elapsed = start.elapsed().as_secs() + 1;
+    let list = app.ok("GET", "/v1/promotions", None).await;
+    let fired: Vec<&Value> =
+        list.as_array().unwrap().iter().filter(|p| p["Source"] == "schedule:every-second").collect();
+    assert!(fired.len() >= 2, "the schedule fired: {list:#}");
+    assert!(
+        fired.len() as u64 <= elapsed,
+        "{} promotions in {elapsed} s from two servers: a tick fired twice",
+        fired.len()
+    );
+    // The first tick's promotion did the work; both stages of the fleet took the change.
+    assert_eq!(heads(&app, "prod-1").await, vec![2]);
+    twin.stop().await.unwrap();
+    app.stop().await;
+}
