@@ -6,7 +6,7 @@
 use super::client::Client;
 use super::output::{self, Format};
 use anyhow::{Result, ensure};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const WEB_V1: &str = "apiVersion: apps/v1
 kind: Deployment
@@ -79,25 +79,6 @@ async fn release_and_sync(c: &Client, space: &str) -> Result<()> {
     .await?;
     eprintln!("    {space}: release {} published and reported healthy", r["ReleaseNum"]);
     Ok(())
-}
-
-fn print_promotion(p: &Value) {
-    for st in p["Stages"].as_array().into_iter().flatten() {
-        eprintln!(
-            "    stage {}: {} gate verdict(s) held",
-            st["Name"].as_str().unwrap_or(""),
-            st["Gates"].as_array().map_or(0, Vec::len)
-        );
-    }
-    for s in p["Spaces"].as_array().into_iter().flatten() {
-        let units: Vec<String> = s["Plan"]["Units"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|u| format!("{} {}", u["Unit"].as_str().unwrap_or(""), u["Outcome"].as_str().unwrap_or("")))
-            .collect();
-        eprintln!("    {}: {}", s["Space"].as_str().unwrap_or(""), units.join(", "));
-    }
 }
 
 /// Runs the demo end to end and prints where everything ended.
@@ -173,20 +154,41 @@ pub async fn run() -> Result<()> {
         co["State"]
     );
 
-    const PROMOTE: &str = "/v1/spaces/shop-base/changeorders/bump/promote";
-    step(6, "promote into dev (the first stage has no entry gates), release it");
-    print_promotion(&alice.post(PROMOTE, &json!({})).await?);
+    // Every promotion goes through the queue: the request writes a Promotion and a task per
+    // Space, workers apply them wave by wave and re-check the gates on every attempt.
+    const PROMOTIONS: &str = "/v1/spaces/shop-base/changeorders/bump/promotions";
+    let queued = |stage: &str| json!({"TargetStage": stage});
+    step(6, "queue a promotion into dev (the first stage has no entry gates); release it");
+    let p = alice.post(PROMOTIONS, &queued("dev")).await?;
+    super::promotions::follow(&alice, Format::Table, p["PromotionID"].as_str().unwrap_or_default()).await?;
     release_and_sync(&c, "shop-dev").await?;
 
-    step(7, "promote into staging (dev validated and released), release it");
-    print_promotion(&alice.post(PROMOTE, &json!({})).await?);
+    step(7, "queue a promotion into staging (dev validated and released); release it");
+    let p = alice.post(PROMOTIONS, &queued("staging")).await?;
+    super::promotions::follow(&alice, Format::Table, p["PromotionID"].as_str().unwrap_or_default()).await?;
     release_and_sync(&c, "shop-staging").await?;
 
-    step(8, "promote into prod: refused until two people who did not write the change approve it");
-    match alice.post(PROMOTE, &json!({})).await {
-        Ok(_) => anyhow::bail!("prod should have been gated"),
-        Err(e) => eprintln!("    {}", e.to_string().replace('\n', "\n    ")),
-    }
+    step(
+        8,
+        "queue a promotion into prod: its tasks wait until two people who did not write the change approve",
+    );
+    let p = alice.post(PROMOTIONS, &queued("prod")).await?;
+    let id = p["PromotionID"].as_str().unwrap_or_default().to_string();
+    let mut waited = 0;
+    let blocked = loop {
+        let v = alice.get(&format!("/v1/promotions/{id}")).await?;
+        if let Some(t) = v["Tasks"].as_array().into_iter().flatten().find(|t| t["State"] == "Blocked") {
+            break t.clone();
+        }
+        ensure!(waited < 300, "prod should have been held by its gates: {v}");
+        waited += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    eprintln!(
+        "    {}: {}",
+        blocked["Space"].as_str().unwrap_or(""),
+        blocked["Reason"].as_str().unwrap_or("")
+    );
     for who in [&bob, &carol] {
         who.post(
             "/v1/spaces/shop-staging/attestations",
@@ -194,10 +196,10 @@ pub async fn run() -> Result<()> {
         )
         .await?;
     }
-    eprintln!("    bob and carol approved the change as it stands in staging");
+    eprintln!("    bob and carol approved the change as it stands in staging; the held tasks retry");
 
-    step(9, "promote into prod (both regions), release and report healthy");
-    print_promotion(&alice.post(PROMOTE, &json!({})).await?);
+    step(9, "prod (both regions) takes the change once the gates open; release and report healthy");
+    super::promotions::follow(&alice, Format::Table, &id).await?;
     for space in ["shop-prod-eu", "shop-prod-us"] {
         release_and_sync(&c, space).await?;
     }

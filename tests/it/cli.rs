@@ -104,7 +104,9 @@ fn the_demo_runs_the_whole_story() {
     assert!(out.status.success(), "{stderr}");
     assert!(stdout.contains("Completed") && stdout.contains("shop-prod-eu"), "{stdout}");
     assert!(
-        stderr.contains("[10/10]") && stderr.contains("refused"),
+        stderr.contains("[10/10]") && stderr.contains("blocked by approved on shop-staging"),
         "progress and the gated prod: {stderr}"
     );
+    // Through the queue: each promotion's table, prod's tasks attempted again once approved.
+    assert!(stdout.contains("shop-prod-us  prod   1     Done"), "{stdout}");
 }
