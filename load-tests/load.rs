@@ -53,7 +53,7 @@ fn args() -> Args {
         setup: "both".into(),
         spaces: 1000,
         units: 10,
-        concurrency: 8,
+        concurrency: 16,
         pg: std::env::var("CHANGEFLOW_TEST_PG")
             .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into()),
         redis: std::env::var("CHANGEFLOW_TEST_REDIS").unwrap_or_else(|_| "redis://127.0.0.1:6379".into()),
@@ -170,14 +170,15 @@ async fn promote(api: &Api) -> Run {
     let p = api.post("/v1/spaces/base/changeorders/bump/promotions", json!({"TargetStage": "prod"})).await;
     let id = p["PromotionID"].as_str().unwrap().to_string();
     let done = loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let p = api.call(reqwest::Method::GET, &format!("/v1/promotions/{id}"), None).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let p = api.call(reqwest::Method::GET, &format!("/v1/promotions/{id}?tasks=false"), None).await;
         if p["State"] != "Running" {
             break p;
         }
     };
     let seconds = start.elapsed().as_secs_f64();
     assert_eq!(done["State"], "Completed", "{done:#}");
+    let done = api.call(reqwest::Method::GET, &format!("/v1/promotions/{id}"), None).await;
     let tasks = done["Tasks"].as_array().unwrap();
     let mut lat: Vec<f64> = tasks
         .iter()
@@ -233,6 +234,29 @@ async fn baseline(url: &str, name: &str, jobs: usize, concurrency: usize) -> f64
     jobs as f64 / secs
 }
 
+/// Mean time per job phase from the server's /metrics (in-process workers only).
+async fn phases(api: &Api) {
+    let text = reqwest::get(format!("{}/metrics", api.url)).await.unwrap().text().await.unwrap();
+    let value = |name: &str, phase: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name}{{phase=\"{phase}\"}}")))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    let mut parts = vec![];
+    for phase in ["claim", "gates", "apply", "drive"] {
+        if let (Some(sum), Some(n)) = (
+            value("changeflow_job_phase_seconds_sum", phase),
+            value("changeflow_job_phase_seconds_count", phase),
+        ) {
+            parts.push(format!("{phase} {:.1} ms", sum / n * 1000.0));
+        }
+    }
+    if !parts.is_empty() {
+        println!("  mean per job: {}", parts.join(", "));
+    }
+}
+
 fn report(setup: &str, r: &Run, noop: f64, workers: usize, rss: f64) {
     let sps = r.spaces as f64 / r.seconds;
     println!(
@@ -256,7 +280,7 @@ async fn embedded(a: &Args) {
     eprintln!("embedded: SQLite store and queue, workers in-process");
     let dir = tempfile::tempdir().unwrap();
     let mut opts = ServeOptions::embedded(dir.path().to_path_buf());
-    opts.jobs.concurrency = a.concurrency * 2;
+    opts.jobs.concurrency = a.concurrency;
     opts.jobs.reconcile_every = Duration::from_secs(1);
     let server = start(opts).await.expect("server");
     let api = Arc::new(Api {
@@ -267,9 +291,10 @@ async fn embedded(a: &Args) {
     build_fleet(&api, a.spaces, a.units).await;
     let run = promote(&api).await;
     let noop_url = format!("sqlite://{}", dir.path().join("baseline.db").display());
-    let noop = baseline(&noop_url, "baseline", a.spaces, a.concurrency * 2).await;
+    let noop = baseline(&noop_url, "baseline", a.spaces, a.concurrency).await;
     let rss = peak_rss_mib(std::process::id());
     report("embedded (SQLite + SQLite queue)", &run, noop, 1, rss);
+    phases(&api).await;
     server.stop().await.unwrap();
 }
 

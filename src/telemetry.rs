@@ -12,6 +12,7 @@ pub const RATE_LIMIT_WAIT: &str = "changeflow_rate_limit_wait_seconds";
 pub const SPACE_SECONDS: &str = "changeflow_space_promotion_seconds";
 pub const PROMOTION_SECONDS: &str = "changeflow_promotion_seconds";
 pub const UNITS: &str = "changeflow_units_promoted_total";
+pub const JOB_PHASE: &str = "changeflow_job_phase_seconds";
 
 static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
@@ -28,6 +29,7 @@ pub fn prometheus() -> Option<&'static PrometheusHandle> {
             metrics::describe_histogram!(SPACE_SECONDS, "Time to plan and apply one Space");
             metrics::describe_histogram!(PROMOTION_SECONDS, "Time from a Promotion's request to its end");
             metrics::describe_counter!(UNITS, "Units that received a change");
+            metrics::describe_histogram!(JOB_PHASE, "Time a job spent per phase: claim, gates, apply, drive");
             Some(handle)
         })
         .as_ref()

@@ -34,7 +34,8 @@ async fn request(
 ) -> ApiResult {
     let (p, jobs) = promo::request_promotion(&s.store, &a, &space, &co, req, "api", None).await?;
     s.jobs.enqueue(jobs).await;
-    let view = promo::get_promotion(&s.store, &a, &p.PromotionID.to_string()).await?;
+    s.jobs.analyze_soon();
+    let view = promo::get_promotion(&s.store, &a, &p.PromotionID.to_string(), true).await?;
     Ok((StatusCode::ACCEPTED, Json(view)).into_response())
 }
 
@@ -49,8 +50,19 @@ async fn list(State(s): State<AppState>, Auth(a): Auth, Query(q): Query<Promotio
         .into_response())
 }
 
-async fn read(State(s): State<AppState>, Auth(a): Auth, Path(id): Path<String>) -> ApiResult {
-    Ok(Json(promo::get_promotion(&s.store, &a, &id).await?).into_response())
+#[derive(Debug, Deserialize)]
+struct ReadQuery {
+    /// `false`: counts per state and per wave only (what a progress display polls).
+    tasks: Option<bool>,
+}
+
+async fn read(
+    State(s): State<AppState>,
+    Auth(a): Auth,
+    Path(id): Path<String>,
+    Query(q): Query<ReadQuery>,
+) -> ApiResult {
+    Ok(Json(promo::get_promotion(&s.store, &a, &id, q.tasks.unwrap_or(true)).await?).into_response())
 }
 
 #[allow(non_snake_case)]

@@ -271,54 +271,51 @@ pub async fn follow(c: &Client, out: Format, id: &str) -> Result<()> {
         .progress_chars("=> ");
     let mut bars: BTreeMap<String, ProgressBar> = BTreeMap::new();
     let mut announced: BTreeMap<String, bool> = BTreeMap::new();
-    let v = loop {
-        let v = c.get(&format!("/v1/promotions/{}", enc(id))).await?;
-        let tasks = v["Tasks"].as_array().cloned().unwrap_or_default();
-        let mut by_stage: BTreeMap<(i64, String), Vec<&Value>> = BTreeMap::new();
-        for t in &tasks {
-            let stage = t["Stage"].as_str().filter(|s| !s.is_empty()).unwrap_or("spaces").to_string();
-            let first_wave = tasks
-                .iter()
-                .filter(|x| x["Stage"] == t["Stage"])
-                .filter_map(|x| x["Wave"].as_i64())
-                .min()
-                .unwrap_or(0);
-            by_stage.entry((first_wave, stage)).or_default().push(t);
+    loop {
+        // Counts per wave only while polling: a large rollout's tasks are fetched once, at the end.
+        let v = c.get(&format!("/v1/promotions/{}?tasks=false", enc(id))).await?;
+        let mut by_stage: Vec<(String, usize, usize, usize)> = vec![];
+        for w in v["Waves"].as_array().into_iter().flatten() {
+            let stage = w["Stage"].as_str().filter(|s| !s.is_empty()).unwrap_or("spaces").to_string();
+            let n = |k: &str| w["Counts"][k].as_u64().unwrap_or(0) as usize;
+            let ended = n("Done") + n("Failed") + n("Cancelled");
+            let total = w["Total"].as_u64().unwrap_or(0) as usize;
+            match by_stage.iter_mut().find(|(s, ..)| *s == stage) {
+                Some(e) => {
+                    e.1 += total;
+                    e.2 += ended;
+                    e.3 += n("Blocked");
+                }
+                None => by_stage.push((stage, total, ended, n("Blocked"))),
+            }
         }
-        for ((_, stage), ts) in &by_stage {
+        let running = v["State"] == "Running";
+        for (pos, (stage, total, ended, blocked)) in by_stage.iter().enumerate() {
             let bar = bars.entry(stage.clone()).or_insert_with(|| {
                 let b = multi.add(ProgressBar::new(0));
                 b.set_style(style.clone());
                 b.set_prefix(stage.clone());
                 b
             });
-            let ended = ts
-                .iter()
-                .filter(|t| matches!(t["State"].as_str(), Some("Done" | "Failed" | "Cancelled")))
-                .count();
-            bar.set_length(ts.len() as u64);
-            bar.set_position(ended as u64);
-            let blocked = ts.iter().find(|t| t["State"] == "Blocked");
-            let failed = ts.iter().filter(|t| t["State"] == "Failed").count();
-            let msg = match (blocked, failed) {
-                (Some(b), _) => b["Reason"].as_str().unwrap_or("blocked").to_string(),
-                (None, 0) => String::new(),
-                (None, n) => format!("{n} failed"),
-            };
-            bar.set_message(msg);
-            if ended == ts.len() && !announced.get(stage).copied().unwrap_or(false) {
+            bar.set_length(*total as u64);
+            bar.set_position(*ended as u64);
+            bar.set_message(if *blocked > 0 { format!("{blocked} blocked by gates") } else { String::new() });
+            // A Stage is over once a later one started (it may take several waves) or all ended.
+            let over = ended == total && (!running || pos + 1 < by_stage.len());
+            if over && !announced.get(stage).copied().unwrap_or(false) {
                 announced.insert(stage.clone(), true);
                 bar.finish();
                 if multi.is_hidden() {
-                    eprintln!("{stage}: {ended}/{} spaces ended", ts.len());
+                    eprintln!("{stage}: {ended}/{total} spaces ended");
                 }
             }
         }
         if v["State"] != "Running" {
-            break v;
+            break;
         }
         tokio::time::sleep(Duration::from_millis(300)).await;
-    };
+    }
+    let v = c.get(&format!("/v1/promotions/{}", enc(id))).await?;
     for b in bars.values() {
         b.finish();
     }

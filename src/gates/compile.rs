@@ -38,6 +38,26 @@ pub(crate) enum Gate {
     Attestation(usize),
 }
 
+/// Which facts a set of gates reads beyond `Promoted` (which comes with the ChangeOrder's view):
+/// the revisions the change produced (Validated, attestations) and the Releases (Released,
+/// Healthy, and CEL expressions, which may read `Release`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FactNeeds {
+    pub revisions: bool,
+    pub releases: bool,
+}
+
+impl FactNeeds {
+    pub const ALL: FactNeeds = FactNeeds { revisions: true, releases: true };
+
+    pub(crate) fn of(gates: &[Gate]) -> FactNeeds {
+        FactNeeds {
+            revisions: gates.iter().any(|g| matches!(g, Gate::Validated | Gate::Attestation(_))),
+            releases: gates.iter().any(|g| matches!(g, Gate::Released | Gate::Healthy | Gate::Custom(_))),
+        }
+    }
+}
+
 /// A compiled custom prerequisite.
 #[derive(Debug, Clone)]
 pub(crate) struct CustomGate {
@@ -95,6 +115,11 @@ impl CompiledWorkflow {
     }
 
     /// The position of the Stage called `name`.
+    /// The facts Stage `k`'s entry gates read.
+    pub fn entry_needs(&self, k: usize) -> FactNeeds {
+        self.stages.get(k).map_or(FactNeeds::ALL, |s| FactNeeds::of(&s.entry))
+    }
+
     pub fn stage_index(&self, name: &str) -> Option<usize> {
         self.stages.iter().position(|s| s.name() == name)
     }

@@ -17,7 +17,9 @@ mod expr;
 pub mod workflow;
 
 pub use attest::{AttestationFact, AttestationResult, Requirement, RequirementVerdict, RevisionFacts};
-pub use compile::{BUILT_IN, COMPLETED, CompiledStage, CompiledWorkflow, PROMOTED, compile, parse_duration};
+pub use compile::{
+    BUILT_IN, COMPLETED, CompiledStage, CompiledWorkflow, FactNeeds, PROMOTED, compile, parse_duration,
+};
 pub use eval::{
     LiveFacts, SpaceFacts, UnitValidationError, Verdict, evaluate_entry, evaluate_final, evaluate_release,
     failing,

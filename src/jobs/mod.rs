@@ -5,6 +5,7 @@
 //! a task ID (and its generation, in the key) and nothing else, so a job that runs twice or is
 //! lost changes nothing the store cannot repair.
 
+mod gates;
 pub mod limits;
 pub mod queue;
 mod runtime;

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+const ANALYZE_EVERY: Duration = Duration::from_secs(60);
+
 /// How workers, the reconciler and the limits behave. Live-safe settings (see ARCHITECTURE §6).
 #[derive(Debug, Clone)]
 pub struct JobSettings {
@@ -78,6 +80,7 @@ pub struct Jobs {
     pub queue: Arc<dyn Queue>,
     pub settings: Arc<JobSettings>,
     limits: Arc<Limits>,
+    gates: Arc<super::gates::GateFlights>,
     hooks: Arc<PromoteHooks>,
     /// This process's worker identity (leases are held under it).
     worker: Arc<str>,
@@ -93,6 +96,7 @@ impl Jobs {
         );
         Jobs {
             limits: Arc::new(Limits::new(settings.global_rate, settings.per_target_rate)),
+            gates: Arc::new(Default::default()),
             store,
             queue,
             settings: Arc::new(settings),
@@ -144,6 +148,7 @@ impl Jobs {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(me.settings.reconcile_every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut analyzed = Instant::now();
             loop {
                 tokio::select! {
                     _ = tick.tick() => {}
@@ -151,6 +156,10 @@ impl Jobs {
                 }
                 if let Err(e) = me.reconcile().await {
                     tracing::warn!(error = %e, "reconcile pass failed");
+                }
+                if analyzed.elapsed() >= ANALYZE_EVERY {
+                    analyzed = Instant::now();
+                    me.analyze_soon();
                 }
             }
         })
@@ -174,6 +183,17 @@ impl Jobs {
                 }
             }
         })
+    }
+
+    /// Refreshes the store's planner statistics in the background (a new rollout, or once a
+    /// minute from the reconciler): cheap, and it keeps set-based reads on good plans.
+    pub fn analyze_soon(&self) {
+        let store = self.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.analyze().await {
+                tracing::debug!(error = %e, "analyze failed");
+            }
+        });
     }
 
     /// One reconciler pass: drive every running Promotion, re-queue lost tasks, reclaim tasks
@@ -219,8 +239,15 @@ impl Jobs {
     }
 
     async fn run(&self, d: Delivery) -> (&'static str, Outcome) {
+        let asked = Instant::now();
         let generation = promo::job_generation(&d.key);
-        let c = match promo::claim(&self.store, d.task, generation, &self.worker, self.lease()).await {
+        let phase = |name: &'static str, since: Instant| {
+            metrics::histogram!(telemetry::JOB_PHASE, "phase" => name).record(since.elapsed().as_secs_f64());
+        };
+        let t0 = Instant::now();
+        let claimed = promo::claim(&self.store, d.task, generation, &self.worker, self.lease()).await;
+        phase("claim", t0);
+        let c = match claimed {
             Ok(Claim::Skip(why)) => {
                 tracing::debug!(why, "nothing to do");
                 return ("skipped", Outcome::Done);
@@ -237,9 +264,17 @@ impl Jobs {
         // Gates, from current state, on every attempt.
         let failing = {
             let span = tracing::info_span!("gates", space = %c.space.Slug, stage = %c.task.Stage);
-            match promo::failing_gates(&self.store, &c).instrument(span).await {
-                Ok(f) => f,
-                Err(e) => return self.retry_or_fail(&c, e).await,
+            match promo::gated_stage(&c) {
+                None => vec![],
+                Some(k) => {
+                    let t0 = Instant::now();
+                    let res = self.gates.failing(&self.store, &c.co, k, asked).instrument(span).await;
+                    phase("gates", t0);
+                    match res {
+                        Ok(f) => f,
+                        Err(e) => return self.retry_or_fail(&c, OpError::Internal(e)).await,
+                    }
+                }
             }
         };
         metrics::counter!(telemetry::GATE_VERDICTS, "result" => if failing.is_empty() { "open" } else { "closed" })
@@ -262,11 +297,23 @@ impl Jobs {
         metrics::histogram!(telemetry::RATE_LIMIT_WAIT).record(waited.as_secs_f64());
         let renewal = self.keep_lease(&c);
         let span = tracing::info_span!("merge", space = %c.space.Slug, change_order = %c.co.Slug);
+        let t0 = Instant::now();
         let res = promo::apply(&self.store, &c, &self.hooks).instrument(span).await;
+        phase("apply", t0);
         renewal.abort();
         match res {
-            Ok((sp, jobs)) => {
+            Ok(sp) => {
                 metrics::histogram!(telemetry::SPACE_SECONDS).record(started.elapsed().as_secs_f64());
+                let t0 = Instant::now();
+                let jobs = match promo::pump(&self.store, c.promotion.PromotionID).await {
+                    Ok(j) => j,
+                    // The task is Done; the reconciler drives the Promotion on.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "wave driver failed after a task ended");
+                        vec![]
+                    }
+                };
+                phase("drive", t0);
                 let changed = sp
                     .Plan
                     .Units

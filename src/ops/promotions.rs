@@ -50,15 +50,26 @@ pub struct PromotionRequest {
     pub IdempotencyKey: Option<String>,
 }
 
-/// A Promotion with its tasks and a count per state.
+/// A Promotion with a count of its tasks per state, per wave, and (on request) the tasks.
 #[allow(non_snake_case)]
 #[derive(Debug, Serialize)]
 pub struct PromotionView {
     #[serde(flatten)]
     pub Promotion: Promotion,
     pub Counts: BTreeMap<String, usize>,
+    pub Waves: Vec<WaveView>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub Tasks: Vec<PromotionTask>,
+}
+
+/// One wave: its Stage, its size and how many tasks are in each state.
+#[allow(non_snake_case)]
+#[derive(Debug, Serialize)]
+pub struct WaveView {
+    pub Wave: i64,
+    pub Stage: String,
+    pub Total: usize,
+    pub Counts: BTreeMap<String, usize>,
 }
 
 /// A job to put on the queue once the transaction that made it due has committed.
@@ -261,6 +272,7 @@ async fn step(tx: &mut Tx, p: &mut Promotion) -> Result<Vec<JobRef>> {
             return Ok(jobs);
         }
     };
+    let before = p.clone();
     let now = Utc::now();
     loop {
         if p.Wave > 0 {
@@ -354,7 +366,10 @@ async fn step(tx: &mut Tx, p: &mut Promotion) -> Result<Vec<JobRef>> {
             }
         }
     }
-    tx.update(p).await?;
+    // Most runs only queue the next task: no need to write (and contend on) the Promotion.
+    if *p != before {
+        tx.update(p).await?;
+    }
     Ok(jobs)
 }
 
@@ -545,18 +560,21 @@ pub async fn claim(
     Ok(Claim::Run(Box::new(Claimed { task: t, promotion: p, co, actor: Actor { user }, space })))
 }
 
-/// The entry gates of the task's Stage, evaluated now from current state. Empty: open (also
-/// for a forced Promotion, whose override the driver recorded, and without a workflow).
-pub async fn failing_gates(store: &Store, c: &Claimed) -> Result<Vec<Verdict>> {
-    let Some(k) = c.promotion.Stages.iter().find(|s| s.Name == c.task.Stage).and_then(|s| s.Index) else {
+/// Which entry gates a claimed task must pass: its Stage's index, unless the Promotion is
+/// forced, the Stage is the first, or there is no workflow.
+pub fn gated_stage(c: &Claimed) -> Option<usize> {
+    let k = c.promotion.Stages.iter().find(|s| s.Name == c.task.Stage).and_then(|s| s.Index)?;
+    (!c.promotion.Force && k > 0).then_some(k)
+}
+
+/// The failing entry gates of Stage `k`, evaluated now from current state (Stage membership,
+/// the ChangeOrder's derived sets, releases, live status, attestations).
+pub async fn failing_gates(store: &Store, co: &ChangeOrder, k: usize) -> Result<Vec<Verdict>> {
+    let mut tx = store.read().await?;
+    let Some(st) = super::stages::staged_only(&mut tx, co, Some(k - 1)).await? else {
         return Ok(vec![]);
     };
-    if c.promotion.Force {
-        return Ok(vec![]);
-    }
-    let mut tx = store.read().await?;
-    let Some(st) = staged(&mut tx, &c.co).await? else { return Ok(vec![]) };
-    let verdicts = entry_verdicts(&mut tx, &c.co, &st, k).await?;
+    let verdicts = entry_verdicts(&mut tx, co, &st, k).await?;
     Ok(verdicts.into_iter().filter(|v| !v.Satisfied).collect())
 }
 
@@ -591,11 +609,7 @@ pub async fn release(
 
 /// Plans and applies the Space in one transaction that also marks the task Done, so a crash
 /// leaves either both or neither. Then runs the wave driver.
-pub async fn apply(
-    store: &Store,
-    c: &Claimed,
-    hooks: &PromoteHooks,
-) -> Result<(SpacePromotion, Vec<JobRef>)> {
+pub async fn apply(store: &Store, c: &Claimed, hooks: &PromoteHooks) -> Result<SpacePromotion> {
     let mut tx = store.write().await?;
     let Some(mut t) = tx.get_task(c.task.TaskID).await? else {
         return Err(OpError::NotFound { kind: "PromotionTask", key: c.task.TaskID.to_string() });
@@ -620,8 +634,7 @@ pub async fn apply(
     t.UnitsSkipped = sp.Plan.Units.len() as u32 - t.UnitsChanged;
     tx.update_task(&mut t).await?;
     tx.commit().await?;
-    let jobs = pump(store, c.promotion.PromotionID).await?;
-    Ok((sp, jobs))
+    Ok(sp)
 }
 
 /// Whether an error is worth retrying (a race, a busy or lost database) or permanent.
@@ -699,21 +712,33 @@ async fn find_promotion(tx: &mut Tx, key: &str) -> Result<Promotion> {
 }
 
 async fn view(tx: &mut Tx, p: Promotion, with_tasks: bool) -> Result<PromotionView> {
-    let tasks = tx.tasks(p.PromotionID).await?;
     let mut counts = BTreeMap::new();
-    for t in &tasks {
-        *counts.entry(t.State.to_string()).or_insert(0) += 1;
+    let mut waves: Vec<WaveView> = vec![];
+    for (wave, stage, state, n) in tx.wave_counts(p.PromotionID).await? {
+        *counts.entry(state.to_string()).or_insert(0) += n;
+        if waves.last().is_none_or(|w| w.Wave != wave) {
+            waves.push(WaveView { Wave: wave, Stage: stage, Total: 0, Counts: BTreeMap::new() });
+        }
+        let w = waves.last_mut().expect("pushed above");
+        w.Total += n;
+        w.Counts.insert(state.to_string(), n);
     }
-    Ok(PromotionView { Promotion: p, Counts: counts, Tasks: if with_tasks { tasks } else { vec![] } })
+    let tasks = if with_tasks { tx.tasks(p.PromotionID).await? } else { vec![] };
+    Ok(PromotionView { Promotion: p, Counts: counts, Waves: waves, Tasks: tasks })
 }
 
-/// A Promotion by ID or `space/slug`, with its tasks.
-pub async fn get_promotion(store: &Store, actor: &Actor, key: &str) -> Result<PromotionView> {
+/// A Promotion by ID or `space/slug`, with its waves and (unless `with_tasks` is false) tasks.
+pub async fn get_promotion(
+    store: &Store,
+    actor: &Actor,
+    key: &str,
+    with_tasks: bool,
+) -> Result<PromotionView> {
     let mut tx = store.read().await?;
     let p = find_promotion(&mut tx, key).await?;
     let space = tx.must_get::<Space>(p.SpaceID).await?;
     actor.require(space.SpaceID, space.Slug.as_str(), Permission::View)?;
-    view(&mut tx, p, true).await
+    view(&mut tx, p, with_tasks).await
 }
 
 /// Promotions in the Spaces the caller may see (or one Space), newest first; optionally those

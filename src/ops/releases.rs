@@ -226,7 +226,9 @@ async fn release_gates(
     }
     let view = super::view_change_order(tx, co.clone()).await?;
     let people = super::stages::People::load(tx).await?;
-    let facts = super::stages::space_facts(tx, &co, &view, sp, &people, Some(bundle)).await?;
+    let facts =
+        super::stages::space_facts(tx, &co, &view, sp, &people, Some(bundle), crate::gates::FactNeeds::ALL)
+            .await?;
     let co_json = super::spaces::to_json(&view);
     let verdicts = crate::gates::evaluate_release(&staged.wf, k, &facts, &co_json, chrono::Utc::now());
     let failing = crate::gates::failing(&verdicts);

@@ -12,11 +12,12 @@ use crate::model::{Attestation, ChangeOrder, ChangeOrderView, Permission, Revisi
 use crate::store::{MarkKind, Store, Tx};
 use chrono::Utc;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
 use uuid::Uuid;
 
 /// A ChangeOrder's frozen workflow, compiled, with each Stage's Spaces.
 pub(crate) struct Staged {
-    pub wf: CompiledWorkflow,
+    pub wf: Arc<CompiledWorkflow>,
     pub stages: Vec<Vec<Space>>,
 }
 
@@ -27,33 +28,57 @@ impl Staged {
     }
 }
 
+/// Compiled workflows by ChangeOrder. The definition is frozen onto the ChangeOrder when it is
+/// created, so its compiled form (CEL programs included) never goes stale; Stage membership and
+/// every fact a gate reads are still read fresh each time.
+fn compiled(co: &ChangeOrder, def: &serde_json::Value) -> Result<Arc<CompiledWorkflow>> {
+    static CACHE: OnceLock<Mutex<HashMap<Uuid, Arc<CompiledWorkflow>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(wf) = cache.lock().expect("workflow cache").get(&co.ChangeOrderID) {
+        return Ok(wf.clone());
+    }
+    let wf = Arc::new(gates::compile(gates::from_json(def.clone())?)?);
+    let mut m = cache.lock().expect("workflow cache");
+    if m.len() > 1024 {
+        m.clear();
+    }
+    m.insert(co.ChangeOrderID, wf.clone());
+    Ok(wf)
+}
+
 /// Compiles the ChangeOrder's frozen workflow (none: `None`) and works out Stage membership:
 /// the Stage's selector AND the base Space's component AND the ChangeOrder's scope.
 pub(crate) async fn staged(tx: &mut Tx, co: &ChangeOrder) -> Result<Option<Staged>> {
+    staged_only(tx, co, None).await
+}
+
+/// As [`staged`], computing the membership of Stage `only` alone (the others stay empty) when
+/// given: what a gate evaluation needs.
+pub(crate) async fn staged_only(
+    tx: &mut Tx,
+    co: &ChangeOrder,
+    only: Option<usize>,
+) -> Result<Option<Staged>> {
     let Some(def) = &co.ChangeWorkflow else { return Ok(None) };
-    let wf = gates::compile(gates::from_json(def.clone())?)?;
+    let wf = compiled(co, def)?;
     let base = tx.must_get::<Space>(co.SpaceID).await?;
     let component = component_of(&base)?;
     let scope: HashSet<Uuid> = co.InScopeSpaceIDs.iter().copied().collect();
-    let spaces: Vec<Space> = tx
-        .list::<Space>(None)
-        .await?
-        .into_iter()
-        .filter(|s| s.SpaceID != base.SpaceID && s.Labels.get("Component") == Some(&component))
-        .collect();
-    let stages = wf
-        .stages()
-        .iter()
-        .map(|st| {
-            spaces
-                .iter()
-                .filter(|s| {
-                    (scope.is_empty() || scope.contains(&s.SpaceID)) && st.where_space().matches(&to_json(*s))
-                })
-                .cloned()
-                .collect()
-        })
-        .collect();
+    let mut stages: Vec<Vec<Space>> = vec![vec![]; wf.stages().len()];
+    for s in tx.list::<Space>(None).await? {
+        if s.SpaceID == base.SpaceID
+            || s.Labels.get("Component") != Some(&component)
+            || !(scope.is_empty() || scope.contains(&s.SpaceID))
+        {
+            continue;
+        }
+        let json = to_json(&s);
+        for (k, st) in wf.stages().iter().enumerate() {
+            if only.is_none_or(|o| o == k) && st.where_space().matches(&json) {
+                stages[k].push(s.clone());
+            }
+        }
+    }
     Ok(Some(Staged { wf, stages }))
 }
 
@@ -160,15 +185,21 @@ pub(crate) async fn space_facts(
     space: &Space,
     people: &People,
     bundle: Option<BTreeMap<Uuid, i64>>,
+    needs: gates::FactNeeds,
 ) -> Result<SpaceFacts> {
-    let revisions = match bundle {
-        Some(b) => b,
-        None => tag_heads_in(tx, co.EndTagID, space.SpaceID).await?,
+    let (revision_facts, invalid) = if needs.revisions {
+        let revisions = match bundle {
+            Some(b) => b,
+            None => tag_heads_in(tx, co.EndTagID, space.SpaceID).await?,
+        };
+        revision_facts(tx, co, space, &revisions, people).await?
+    } else {
+        (vec![], vec![])
     };
-    let (revision_facts, invalid) = revision_facts(tx, co, space, &revisions, people).await?;
-    let releases = releases_in(tx, space.SpaceID).await?;
+    let releases = if needs.releases { releases_in(tx, space.SpaceID).await? } else { vec![] };
     let earliest = releases.iter().rev().find(|r| r.ChangeOrderID == Some(co.ChangeOrderID));
-    let live = latest_release(tx, space.SpaceID).await?.and_then(|r| r.LiveStatus).map(|l| {
+    let latest = if needs.releases { latest_release(tx, space.SpaceID).await? } else { None };
+    let live = latest.and_then(|r| r.LiveStatus).map(|l| {
         let word = |v: serde_json::Value| v.as_str().unwrap_or_default().to_string();
         LiveFacts {
             Sync: word(to_json(&l.Sync)),
@@ -201,10 +232,11 @@ pub(crate) async fn entry_verdicts(
         return Ok(vec![]);
     }
     let view = super::view_change_order(tx, co.clone()).await?;
-    let people = People::load(tx).await?;
+    let needs = staged.wf.entry_needs(k);
+    let people = if needs.revisions { People::load(tx).await? } else { People(HashMap::new()) };
     let mut facts = vec![];
     for s in &staged.stages[k - 1] {
-        facts.push(space_facts(tx, co, &view, s, &people, None).await?);
+        facts.push(space_facts(tx, co, &view, s, &people, None, needs).await?);
     }
     Ok(gates::evaluate_entry(&staged.wf, k, &facts, &to_json(&view), Utc::now()))
 }
@@ -230,7 +262,7 @@ pub(crate) async fn refresh_stage(store: &Store, co_id: Uuid) -> Result<()> {
         let people = People::load(&mut tx).await?;
         let mut facts = vec![];
         for s in staged.stages.last().into_iter().flatten() {
-            facts.push(space_facts(&mut tx, &co, &view, s, &people, None).await?);
+            facts.push(space_facts(&mut tx, &co, &view, s, &people, None, gates::FactNeeds::ALL).await?);
         }
         let verdicts = gates::evaluate_final(&staged.wf, &facts, &to_json(&view), Utc::now());
         if gates::failing(&verdicts).is_empty() {

@@ -91,6 +91,7 @@ const MIGRATIONS: &[(i64, &[&str])] = &[
             task_id TEXT NOT NULL PRIMARY KEY,
             promotion_id TEXT NOT NULL,
             wave BIGINT NOT NULL,
+            stage TEXT NOT NULL,
             space_id TEXT NOT NULL,
             state TEXT NOT NULL,
             due_at BIGINT NOT NULL,
@@ -101,6 +102,9 @@ const MIGRATIONS: &[(i64, &[&str])] = &[
             UNIQUE (promotion_id, space_id))",
             "CREATE INDEX promotion_tasks_by_wave ON promotion_tasks (promotion_id, wave, state)",
             "CREATE INDEX promotion_tasks_by_state ON promotion_tasks (state, due_at)",
+            // The Links into one Space (its downstreams' cursors), read by every promotion
+            // into it: without this, a scan of every edge in the fleet.
+            "CREATE INDEX link_edges_by_to_space ON link_edges (to_space_id)",
         ],
     ),
 ];

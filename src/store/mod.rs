@@ -102,6 +102,20 @@ impl Store {
     }
 
     /// Closes every connection (tests and graceful shutdown).
+    /// Refreshes the query planner's statistics of the tables promotions read set-wise. On
+    /// PostgreSQL a fleet built faster than autovacuum analyzes it otherwise gets plans that
+    /// scan every mark per edge (measured: 30 s instead of 15 ms for one ChangeOrder read at
+    /// 1,000 Spaces); SQLite's `PRAGMA optimize` does the same where it helps.
+    pub async fn analyze(&self) -> Result<()> {
+        use sqlx::Executor;
+        let sql = match self.backend {
+            Backend::Postgres => "ANALYZE revision_marks, link_edges, promotion_tasks, entities",
+            Backend::Sqlite => "PRAGMA optimize",
+        };
+        self.pool.execute(sql).await?;
+        Ok(())
+    }
+
     pub async fn close(&self) {
         self.pool.close().await;
     }

@@ -18,9 +18,10 @@ pub(super) async fn connect(url: &str) -> Result<AnyPool> {
                 conn.execute("PRAGMA synchronous = NORMAL").await?;
                 conn.execute("PRAGMA busy_timeout = 10000").await?;
                 conn.execute("PRAGMA foreign_keys = ON").await?;
-                // Reads of a large fleet's indexes come from memory, not page-by-page copies.
-                conn.execute("PRAGMA cache_size = -65536").await?;
-                conn.execute("PRAGMA mmap_size = 268435456").await?;
+                // A 4 MiB page cache per connection and no memory map: the OS page cache serves
+                // re-reads without counting a large store into the process's resident set.
+                conn.execute("PRAGMA cache_size = -4096").await?;
+                conn.execute("PRAGMA mmap_size = 0").await?;
                 Ok(())
             })
         })

@@ -429,3 +429,89 @@ async fn a_schedule_seen_by_two_servers_fires_once_per_tick() {
     twin.stop().await.unwrap();
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backfills_follow_their_rollout_and_resume_when_run_again() {
+    let app = spawn_app_with("sqlite", "sqlite", |_| {}).await;
+    fleet(&app, 2, 1, 3).await;
+    let inv = json!({"Slug": "bump-image", "Parameters": [{"Name": "image", "DataType": "String", "Required": true}],
+                     "FunctionInvocations": [{"FunctionName": "set-image", "Arguments": [{"Value": "web"}, {"Value": "{{ .image }}"}]}]});
+    app.ok("POST", "/v1/spaces/ops/invocations", Some(inv)).await;
+    for i in 0..3 {
+        let slug = format!("edge-{i}");
+        app.ok("POST", "/v1/spaces", Some(json!({"Slug": slug, "Labels": {"Fleet": "edge"}}))).await;
+        app.ok("POST", &format!("/v1/spaces/{slug}/units"), Some(json!({"Slug": "web", "Data": WEB}))).await;
+    }
+    // Frozen: the prod wave will wait.
+    app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "true"}}))).await;
+    let (url, token) = (app.url.clone(), app.token.clone());
+    let cli = move |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_changeflow"));
+        c.args(args).env("CHANGEFLOW_SERVER", &url).env("CHANGEFLOW_TOKEN", &token);
+        c
+    };
+    let run = |c: &mut std::process::Command| c.output().unwrap();
+    let backfill =
+        ["backfill", "--change-order", "base/bump", "--target-stage", "prod", "--max-in-flight", "2"];
+    // Interrupted while prod is blocked (as Ctrl-C or a crash would): the rollout goes on.
+    let mut first = cli(&backfill)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let list = || async {
+        let all = app.ok("GET", "/v1/promotions", None).await;
+        all.as_array().unwrap().clone()
+    };
+    let start = Instant::now();
+    loop {
+        let ps = list().await;
+        if ps.len() == 1 && count(&ps[0], "Blocked") == 2 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{ps:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "false"}}))).await;
+    // The same command again attaches to the same Promotion and follows it to its end.
+    let mut c = cli(&backfill);
+    c.args(["-o", "json"]);
+    let out = tokio::task::spawn_blocking(move || run(&mut c)).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(p["State"], "Completed", "{p:#}");
+    assert_eq!(list().await.len(), 1, "resumed, not started again");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("prod: 3/3 spaces ended"));
+    merged_once(&app, 2, 3).await;
+
+    // An Invocation over --where-space: a dry run writes nothing; then the rollout; then again.
+    let invoke = [
+        "backfill",
+        "--invocation",
+        "ops/bump-image",
+        "--where-space",
+        "Labels.Fleet = 'edge'",
+        "--param",
+        "image=web:9",
+    ];
+    let mut dry = cli(&invoke);
+    dry.arg("--dry-run");
+    let out = tokio::task::spawn_blocking(move || run(&mut dry)).await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("edge-2"));
+    assert_eq!(app.ok("GET", "/v1/spaces/ops/changeorders", None).await.as_array().unwrap().len(), 0);
+    for round in 0..2 {
+        let mut c = cli(&invoke);
+        let out = tokio::task::spawn_blocking(move || run(&mut c)).await.unwrap();
+        assert!(out.status.success(), "round {round}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(app.ok("GET", "/v1/spaces/ops/changeorders", None).await.as_array().unwrap().len(), 1);
+    for i in 0..3 {
+        let r = app.admin("GET", &format!("/v1/spaces/edge-{i}/units/web/data"), None).await;
+        assert!(r.text.contains("image: web:9"), "edge-{i}: {}", r.text);
+        assert_eq!(heads(&app, &format!("edge-{i}")).await, vec![2], "edge-{i}: invoked once");
+    }
+    app.stop().await;
+}

@@ -29,12 +29,13 @@ impl Tx {
     /// Inserts a task; a second task for the same (Promotion, Space) is `Duplicate`.
     pub async fn insert_task(&mut self, t: &PromotionTask) -> Result<()> {
         sqlx::query(
-            "INSERT INTO promotion_tasks (task_id, promotion_id, wave, space_id, state, due_at, lease_until, worker, version, body)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            "INSERT INTO promotion_tasks (task_id, promotion_id, wave, stage, space_id, state, due_at, lease_until, worker, version, body)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
         )
         .bind(t.TaskID.to_string())
         .bind(t.PromotionID.to_string())
         .bind(t.Wave)
+        .bind(&t.Stage)
         .bind(t.SpaceID.to_string())
         .bind(t.State.as_str())
         .bind(millis(t.DueAt))
@@ -129,6 +130,26 @@ impl Tx {
             out.insert(state, r.get::<i64, _>(1) as usize);
         }
         Ok(out)
+    }
+
+    /// Per wave: its Stage and how many of its tasks are in each state.
+    pub async fn wave_counts(&mut self, promotion: Uuid) -> Result<Vec<(i64, String, TaskState, usize)>> {
+        let rows = sqlx::query(
+            "SELECT wave, stage, state, COUNT(*) FROM promotion_tasks WHERE promotion_id = $1
+             GROUP BY wave, stage, state ORDER BY wave",
+        )
+        .bind(promotion.to_string())
+        .fetch_all(self.conn())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let state: TaskState = r
+                    .get::<String, _>(2)
+                    .parse()
+                    .map_err(|reason| StoreError::Corrupt { kind: "PromotionTask", reason })?;
+                Ok((r.get::<i64, _>(0), r.get::<String, _>(1), state, r.get::<i64, _>(3) as usize))
+            })
+            .collect()
     }
 
     /// Up to `limit` tasks of a wave in `state`, oldest first.
