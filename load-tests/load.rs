@@ -93,6 +93,14 @@ struct Api {
 }
 
 impl Api {
+    fn of(server: &changeflow::server::Server) -> Arc<Api> {
+        Arc::new(Api {
+            http: reqwest::Client::new(),
+            url: server.url(),
+            token: server.new_admin_token.clone().expect("a fresh store bootstraps an admin"),
+        })
+    }
+
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         let mut r = self.http.request(method.clone(), format!("{}{path}", self.url)).bearer_auth(&self.token);
         if let Some(b) = body {
@@ -283,11 +291,7 @@ async fn embedded(a: &Args) {
     opts.jobs.concurrency = a.concurrency;
     opts.jobs.reconcile_every = Duration::from_secs(1);
     let server = start(opts).await.expect("server");
-    let api = Arc::new(Api {
-        http: reqwest::Client::new(),
-        url: server.url(),
-        token: server.new_admin_token.clone().unwrap(),
-    });
+    let api = Api::of(&server);
     build_fleet(&api, a.spaces, a.units).await;
     let run = promote(&api).await;
     let noop_url = format!("sqlite://{}", dir.path().join("baseline.db").display());
@@ -311,11 +315,7 @@ async fn fleet(a: &Args) {
     opts.queue_name = queue_name.clone();
     opts.worker = false;
     let server = start(opts).await.expect("server");
-    let api = Arc::new(Api {
-        http: reqwest::Client::new(),
-        url: server.url(),
-        token: server.new_admin_token.clone().unwrap(),
-    });
+    let api = Api::of(&server);
     build_fleet(&api, a.spaces, a.units).await;
     let exe = std::env::current_exe().unwrap();
     let bin = exe.parent().and_then(|p| p.parent()).unwrap().join("changeflow");

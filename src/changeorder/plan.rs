@@ -98,6 +98,13 @@ pub struct Plan {
     pub Digest: String,
 }
 
+impl Plan {
+    /// Units the plan changes (every outcome but Skip).
+    pub fn changed(&self) -> usize {
+        self.Units.iter().filter(|u| !matches!(u.Outcome, Outcome::Skip { .. })).count()
+    }
+}
+
 #[derive(Debug, Clone, Error, PartialEq)]
 pub enum PlanError {
     #[error(

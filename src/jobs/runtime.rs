@@ -305,23 +305,19 @@ impl Jobs {
             Ok(sp) => {
                 metrics::histogram!(telemetry::SPACE_SECONDS).record(started.elapsed().as_secs_f64());
                 let t0 = Instant::now();
-                let jobs = match promo::pump(&self.store, c.promotion.PromotionID).await {
-                    Ok(j) => j,
+                let (jobs, ended) = match promo::drive(&self.store, c.promotion.PromotionID).await {
+                    Ok(r) => r,
                     // The task is Done; the reconciler drives the Promotion on.
                     Err(e) => {
                         tracing::warn!(error = %e, "wave driver failed after a task ended");
-                        vec![]
+                        (vec![], None)
                     }
                 };
                 phase("drive", t0);
-                let changed = sp
-                    .Plan
-                    .Units
-                    .iter()
-                    .filter(|u| !matches!(u.Outcome, crate::changeorder::Outcome::Skip { .. }))
-                    .count();
-                metrics::counter!(telemetry::UNITS).increment(changed as u64);
-                self.finished(&c, &jobs).await;
+                metrics::counter!(telemetry::UNITS).increment(sp.Plan.changed() as u64);
+                if let Some(p) = ended {
+                    self.finished(&p);
+                }
                 self.enqueue(jobs).await;
                 ("done", Outcome::Done)
             }
@@ -329,20 +325,12 @@ impl Jobs {
         }
     }
 
-    /// Records the Promotion's latency once the driver ended it.
-    async fn finished(&self, c: &promo::Claimed, jobs: &[JobRef]) {
-        if !jobs.is_empty() {
-            return;
-        }
-        if let Ok(mut tx) = self.store.read().await
-            && let Ok(Some(p)) = tx.get::<crate::model::Promotion>(c.promotion.PromotionID).await
-            && p.State.is_terminal()
-        {
-            self.limits.forget(p.PromotionID);
-            if let Some(end) = p.FinishedAt {
-                let secs = (end - p.CreatedAt).num_milliseconds() as f64 / 1000.0;
-                metrics::histogram!(telemetry::PROMOTION_SECONDS).record(secs);
-            }
+    /// Records the Promotion's latency once the driver ended it, and drops its rate limiter.
+    fn finished(&self, p: &crate::model::Promotion) {
+        self.limits.forget(p.PromotionID);
+        if let Some(end) = p.FinishedAt {
+            let secs = (end - p.CreatedAt).num_milliseconds() as f64 / 1000.0;
+            metrics::histogram!(telemetry::PROMOTION_SECONDS).record(secs);
         }
     }
 

@@ -89,6 +89,31 @@ pub struct PromoteHooks {
     pub fail_after_units: Option<usize>,
 }
 
+/// The one Space a promotion names, refused unless it is in the ChangeOrder's scope.
+pub(crate) async fn scoped_target(tx: &mut Tx, co: &ChangeOrder, key: Option<&str>) -> Result<Option<Space>> {
+    let Some(key) = key else { return Ok(None) };
+    let t = resolve::space(tx, key).await?;
+    if !co.InScopeSpaceIDs.contains(&t.SpaceID) {
+        return Err(OpError::unprocessable(
+            "Space",
+            t.Slug.as_str(),
+            format!("space '{}' is not in the scope of change order '{}'", t.Slug, co.Slug),
+        ));
+    }
+    Ok(Some(t))
+}
+
+/// The Stage of the ChangeOrder's workflow holding a named target Space.
+pub(crate) fn stage_of_target(st: &super::stages::Staged, co: &ChangeOrder, t: &Space) -> Result<usize> {
+    st.stage_of(t.SpaceID).ok_or_else(|| {
+        OpError::unprocessable(
+            "Space",
+            t.Slug.as_str(),
+            format!("space '{}' is in no Stage of change order '{}''s workflow", t.Slug, co.Slug),
+        )
+    })
+}
+
 pub(crate) fn refuse_aborted(co: &ChangeOrder) -> Result<()> {
     if co.AbortedReason.is_empty() {
         return Ok(());
@@ -127,20 +152,7 @@ pub async fn promote_change_order(
         }
         let co = resolve::in_space::<ChangeOrder>(&mut tx, &base, key).await?;
         refuse_aborted(&co)?;
-        let target = match &req.Space {
-            Some(s) => {
-                let t = resolve::space(&mut tx, s).await?;
-                if !co.InScopeSpaceIDs.contains(&t.SpaceID) {
-                    return Err(OpError::unprocessable(
-                        "Space",
-                        t.Slug.as_str(),
-                        format!("space '{}' is not in the scope of change order '{}'", t.Slug, co.Slug),
-                    ));
-                }
-                Some(t)
-            }
-            None => None,
-        };
+        let target = scoped_target(&mut tx, &co, req.Space.as_deref()).await?;
         (co.clone(), super::stages::staged(&mut tx, &co).await?, target)
     };
     if req.ExpectedPlan.is_some() && target.is_none() {
@@ -171,13 +183,7 @@ pub async fn promote_change_order(
         }
         Some(st) => {
             let stages: Vec<usize> = match (&target, &req.TargetStage) {
-                (Some(t), _) => vec![st.stage_of(t.SpaceID).ok_or_else(|| {
-                    OpError::unprocessable(
-                        "Space",
-                        t.Slug.as_str(),
-                        format!("space '{}' is in no Stage of change order '{}''s workflow", t.Slug, co.Slug),
-                    )
-                })?],
+                (Some(t), _) => vec![stage_of_target(&st, &co, t)?],
                 (None, named) => {
                     stages_to_promote(&mut store.read().await?, &co, &st, named.as_deref()).await?
                 }

@@ -3,10 +3,12 @@
 //! task, cancel, and the reconciler's scan. `jobs` owns the queue and calls these; each returns
 //! the jobs to enqueue *after* its transaction committed (store first, queue second).
 
-use super::promote::{PromoteChangeOrder, PromoteHooks, SpacePromotion, apply_in_space, refuse_aborted};
+use super::promote::{
+    PromoteChangeOrder, PromoteHooks, SpacePromotion, apply_in_space, refuse_aborted, scoped_target,
+    stage_of_target,
+};
 use super::stages::{Staged, entry_verdicts, staged};
 use super::{Actor, OpError, Result, resolve};
-use crate::changeorder::Outcome as UnitOutcome;
 use crate::gates::{self, Verdict};
 use crate::model::{
     ChangeOrder, FailureBudget, Permission, Promotion, PromotionOverride, PromotionStage, PromotionState,
@@ -150,20 +152,7 @@ pub async fn request_promotion(
         }
     }
     let st = staged(&mut tx, &co).await?;
-    let target = match &req.Space {
-        Some(s) => {
-            let t = resolve::space(&mut tx, s).await?;
-            if !co.InScopeSpaceIDs.contains(&t.SpaceID) {
-                return Err(OpError::unprocessable(
-                    "Space",
-                    t.Slug.as_str(),
-                    format!("space '{}' is not in the scope of change order '{}'", t.Slug, co.Slug),
-                ));
-            }
-            Some(t)
-        }
-        None => None,
-    };
+    let target = scoped_target(&mut tx, &co, req.Space.as_deref()).await?;
     let stages = match (&st, &target, &req.TargetStage) {
         (None, _, Some(named)) => {
             return Err(OpError::invalid(
@@ -173,16 +162,7 @@ pub async fn request_promotion(
             ));
         }
         (None, _, None) => vec![PromotionStage { Name: String::new(), Index: None }],
-        (Some(st), Some(t), _) => {
-            let k = st.stage_of(t.SpaceID).ok_or_else(|| {
-                OpError::unprocessable(
-                    "Space",
-                    t.Slug.as_str(),
-                    format!("space '{}' is in no Stage of change order '{}''s workflow", t.Slug, co.Slug),
-                )
-            })?;
-            vec![stage_at(st, k)]
-        }
+        (Some(st), Some(t), _) => vec![stage_at(st, stage_of_target(st, &co, t)?)],
         (Some(st), None, named) => super::promote::stages_to_promote(&mut tx, &co, st, named.as_deref())
             .await?
             .into_iter()
@@ -294,7 +274,7 @@ async fn step(tx: &mut Tx, p: &mut Promotion) -> Result<Vec<JobRef>> {
                 break;
             }
             let pending = n(TaskState::Pending);
-            let in_flight = n(TaskState::Queued) + n(TaskState::Running) + n(TaskState::Blocked);
+            let in_flight: usize = counts.iter().filter(|(s, _)| s.in_flight()).map(|(_, n)| n).sum();
             if pending + in_flight > 0 {
                 let room = if p.MaxInFlight == 0 {
                     pending
@@ -454,11 +434,16 @@ async fn record_forced_gates(tx: &mut Tx, p: &Promotion, co: &ChangeOrder) -> Re
 /// Runs the wave driver for one Promotion in its own transaction (retrying a lost race with
 /// another driver), then refreshes the ChangeOrder's Stage when the Promotion ended.
 pub async fn pump(store: &Store, promotion: Uuid) -> Result<Vec<JobRef>> {
+    Ok(drive(store, promotion).await?.0)
+}
+
+/// [`pump`], also giving the Promotion when this run ended it.
+pub async fn drive(store: &Store, promotion: Uuid) -> Result<(Vec<JobRef>, Option<Promotion>)> {
     for attempt in 0.. {
         let mut tx = store.write().await?;
-        let Some(mut p) = tx.get::<Promotion>(promotion).await? else { return Ok(vec![]) };
+        let Some(mut p) = tx.get::<Promotion>(promotion).await? else { return Ok((vec![], None)) };
         if p.State.is_terminal() {
-            return Ok(vec![]);
+            return Ok((vec![], None));
         }
         match step(&mut tx, &mut p).await {
             Ok(jobs) => {
@@ -466,7 +451,7 @@ pub async fn pump(store: &Store, promotion: Uuid) -> Result<Vec<JobRef>> {
                 if p.State.is_terminal() || !jobs.is_empty() {
                     super::stages::refresh_stage(store, p.ChangeOrderID).await.ok();
                 }
-                return Ok(jobs);
+                return Ok((jobs, p.State.is_terminal().then_some(p)));
             }
             Err(OpError::Conflict { .. }) if attempt < 8 => {
                 drop(tx);
@@ -629,8 +614,7 @@ pub async fn apply(store: &Store, c: &Claimed, hooks: &PromoteHooks) -> Result<S
     t.Worker.clear();
     t.LeaseUntil = None;
     t.FinishedAt = Some(Utc::now());
-    t.UnitsChanged =
-        sp.Plan.Units.iter().filter(|u| !matches!(u.Outcome, UnitOutcome::Skip { .. })).count() as u32;
+    t.UnitsChanged = sp.Plan.changed() as u32;
     t.UnitsSkipped = sp.Plan.Units.len() as u32 - t.UnitsChanged;
     tx.update_task(&mut t).await?;
     tx.commit().await?;
@@ -750,14 +734,7 @@ pub async fn list_promotions(
     change_order: Option<&str>,
 ) -> Result<Vec<PromotionView>> {
     let mut tx = store.read().await?;
-    let container = match space {
-        Some(s) if s != "*" => {
-            let sp = resolve::space(&mut tx, s).await?;
-            actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::View)?;
-            Some(sp.SpaceID)
-        }
-        _ => None,
-    };
+    let container = resolve::list_scope(&mut tx, actor, space).await?;
     let mut all: Vec<Promotion> =
         tx.list::<Promotion>(container).await?.into_iter().filter(|p| actor.can_view(p.SpaceID)).collect();
     if let Some(co) = change_order {

@@ -100,14 +100,7 @@ pub async fn create_schedule(
 /// Schedules in one Space or every Space the caller may see.
 pub async fn list_schedules(store: &Store, actor: &Actor, space: Option<&str>) -> Result<Vec<Schedule>> {
     let mut tx = store.read().await?;
-    let container = match space {
-        Some(s) if s != "*" => {
-            let sp = resolve::space(&mut tx, s).await?;
-            actor.require(sp.SpaceID, sp.Slug.as_str(), Permission::View)?;
-            Some(sp.SpaceID)
-        }
-        _ => None,
-    };
+    let container = resolve::list_scope(&mut tx, actor, space).await?;
     Ok(tx.list::<Schedule>(container).await?.into_iter().filter(|s| actor.can_view(s.SpaceID)).collect())
 }
 

@@ -292,6 +292,19 @@ async fn cancel_ends_a_promotion_and_metrics_show_the_work() {
     app.stop().await;
 }
 
+/// In `ops` (which must exist) the Invocation `bump-image` (set-image of `web` to parameter
+/// `image`), and three Spaces `edge-0..2` labelled `Fleet=edge`, each with its own Unit `web`.
+pub async fn edge_fleet(app: &App) {
+    let inv = json!({"Slug": "bump-image", "Parameters": [{"Name": "image", "DataType": "String", "Required": true}],
+                     "FunctionInvocations": [{"FunctionName": "set-image", "Arguments": [{"Value": "web"}, {"Value": "{{ .image }}"}]}]});
+    app.ok("POST", "/v1/spaces/ops/invocations", Some(inv)).await;
+    for i in 0..3 {
+        let slug = format!("edge-{i}");
+        app.ok("POST", "/v1/spaces", Some(json!({"Slug": slug, "Labels": {"Fleet": "edge"}}))).await;
+        app.ok("POST", &format!("/v1/spaces/{slug}/units"), Some(json!({"Slug": "web", "Data": WEB}))).await;
+    }
+}
+
 /// Every prod Space's Units were merged exactly once.
 async fn merged_once(app: &App, units: usize, prod: usize) {
     for i in 1..=prod {
@@ -434,14 +447,7 @@ async fn a_schedule_seen_by_two_servers_fires_once_per_tick() {
 async fn backfills_follow_their_rollout_and_resume_when_run_again() {
     let app = spawn_app_with("sqlite", "sqlite", |_| {}).await;
     fleet(&app, 2, 1, 3).await;
-    let inv = json!({"Slug": "bump-image", "Parameters": [{"Name": "image", "DataType": "String", "Required": true}],
-                     "FunctionInvocations": [{"FunctionName": "set-image", "Arguments": [{"Value": "web"}, {"Value": "{{ .image }}"}]}]});
-    app.ok("POST", "/v1/spaces/ops/invocations", Some(inv)).await;
-    for i in 0..3 {
-        let slug = format!("edge-{i}");
-        app.ok("POST", "/v1/spaces", Some(json!({"Slug": slug, "Labels": {"Fleet": "edge"}}))).await;
-        app.ok("POST", &format!("/v1/spaces/{slug}/units"), Some(json!({"Slug": "web", "Data": WEB}))).await;
-    }
+    edge_fleet(&app).await;
     // Frozen: the prod wave will wait.
     app.ok("PATCH", "/v1/spaces/dev-1", Some(json!({"Annotations": {"code-freeze": "true"}}))).await;
     let (url, token) = (app.url.clone(), app.token.clone());

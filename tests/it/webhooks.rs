@@ -46,14 +46,7 @@ fn signed(secret: &str, id: &str, body: &str) -> Vec<(&'static str, String)> {
 async fn a_ci_build_rolls_out_its_image_and_argo_cd_reports_live_status() {
     let app = spawn_app("sqlite").await;
     app.ok("POST", "/v1/spaces", Some(json!({"Slug": "ops"}))).await;
-    let inv = json!({"Slug": "bump-image", "Parameters": [{"Name": "image", "DataType": "String", "Required": true}],
-                     "FunctionInvocations": [{"FunctionName": "set-image", "Arguments": [{"Value": "web"}, {"Value": "{{ .image }}"}]}]});
-    app.ok("POST", "/v1/spaces/ops/invocations", Some(inv)).await;
-    for i in 0..3 {
-        let slug = format!("edge-{i}");
-        app.ok("POST", "/v1/spaces", Some(json!({"Slug": slug, "Labels": {"Fleet": "edge"}}))).await;
-        app.ok("POST", &format!("/v1/spaces/{slug}/units"), Some(json!({"Slug": "web", "Data": WEB}))).await;
-    }
+    crate::promotions::edge_fleet(&app).await;
     // A malformed pointer is refused when the webhook is made.
     let bad = json!({"Slug": "ci", "Action": "invoke", "Invocation": "ops/bump-image",
                      "Parameters": {"image": "build.image"}, "WhereSpace": "Labels.Fleet = 'edge'"});

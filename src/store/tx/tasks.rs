@@ -193,13 +193,4 @@ impl Tx {
         .await?;
         rows.iter().map(decode_task).collect()
     }
-
-    /// Deletes a Promotion's tasks (the Promotion's own deletion).
-    pub async fn delete_tasks(&mut self, promotion: Uuid) -> Result<u64> {
-        let r = sqlx::query("DELETE FROM promotion_tasks WHERE promotion_id = $1")
-            .bind(promotion.to_string())
-            .execute(self.conn())
-            .await?;
-        Ok(r.rows_affected())
-    }
 }
